@@ -1,0 +1,101 @@
+package httpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"supportplatform.dev/pkg/apperr"
+)
+
+// BindJSON decodes the JSON request body into dst. Field names match
+// case-insensitively (encoding/json semantics). Every client mistake becomes a
+// 4xx apperr: wrong content type 415, too large 413, malformed or mistyped 400.
+func BindJSON(c *gin.Context, dst any) error {
+	if err := requireJSON(c.Request); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apperr.E(apperr.TooLarge, "the request body exceeds %d bytes", mbe.Limit)
+		}
+		return apperr.Wrap(apperr.Invalid, err, "the request body could not be read")
+	}
+	return DecodeJSON(body, dst)
+}
+
+// DecodeJSON decodes one JSON value with the same error mapping as BindJSON.
+func DecodeJSON(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apperr.E(apperr.Invalid, "a JSON request body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return apperr.E(apperr.Invalid, "the request body must hold exactly one JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return apperr.E(apperr.Invalid, "the request body must hold exactly one JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return apperr.E(apperr.Invalid, "malformed JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return apperr.E(apperr.Invalid, "the request body must be a JSON %s", jsonKind(typ.Type.Kind().String()))
+		}
+		return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
+			Fields: map[string]string{field: fmt.Sprintf("must be a %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)}}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.E(apperr.Invalid, "malformed JSON: unexpected end of input")
+	default:
+		return apperr.Wrap(apperr.Invalid, err, "malformed JSON")
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int32", "int64", "uint", "uint32", "uint64", "float64", "float32":
+		return "number"
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	}
+	return goKind
+}
+
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return apperr.E(apperr.UnsupportedType, "Content-Type must be application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return apperr.E(apperr.UnsupportedType, "Content-Type must be application/json, not %q", ct)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+// Package httpserver sets up the Gin engine every service uses: request ids,
+// recovery, JSON access logs, metrics, body limits, problem+json errors,
+// case-insensitive paths, health endpoints and graceful shutdown.
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/requestid"
+)
+
+// Check is a readiness probe of one dependency.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Options configure a Server.
+type Options struct {
+	Service      string
+	Logger       *slog.Logger
+	MaxBodyBytes int64 // default 1 MiB
+	Checks       []Check
+	// TrustedProxies are the addresses whose X-Forwarded-For is believed
+	// (the gateway). Default: loopback.
+	TrustedProxies []string
+}
+
+// Server wraps the Gin engine with the platform's middleware.
+type Server struct {
+	Engine   *gin.Engine
+	Registry *prometheus.Registry
+	log      *slog.Logger
+	checks   []Check
+}
+
+// New builds the engine. Services register routes on Engine (in their
+// routes.go) and serve Handler().
+func New(o Options) (*Server, error) {
+	// Release mode only silences gin's debug printing to stdout.
+	gin.SetMode(gin.ReleaseMode)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if len(o.TrustedProxies) == 0 {
+		o.TrustedProxies = []string{"127.0.0.1", "::1"}
+	}
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(o.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("httpserver: trusted proxies: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_requests_total", Help: "HTTP requests by route, method and status.",
+	}, []string{"route", "method", "status"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "http_request_duration_seconds", Help: "HTTP request latency by route.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "method"})
+	reg.MustRegister(requests, latency)
+
+	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks}
+	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, s.bodyLimit(o.MaxBodyBytes))
+	e.NoRoute(func(c *gin.Context) {
+		WriteError(c, s.log, apperr.E(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	e.NoMethod(func(c *gin.Context) {
+		WriteError(c, s.log, &apperr.Error{Code: methodNotAllowed, Message: "method " + c.Request.Method + " is not allowed here"})
+	})
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/readyz", s.ready)
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	return s, nil
+}
+
+// Handle adapts a handler that returns an error; the error is mapped to a
+// problem answer here, the one place where that happens.
+func (s *Server) Handle(fn func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := fn(c); err != nil {
+			WriteError(c, s.log, err)
+		}
+	}
+}
+
+// Fail writes err as a problem (for middleware that cannot return errors).
+func (s *Server) Fail(c *gin.Context, err error) { WriteError(c, s.log, err) }
+
+// Handler is the root handler: case-insensitive path matching over the engine.
+func (s *Server) Handler() http.Handler { return CaseInsensitive(s.Engine) }
+
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader(requestid.Header)
+	if !requestid.Valid(id) {
+		id = requestid.New()
+	}
+	c.Header(requestid.Header, id)
+	c.Request = c.Request.WithContext(requestid.With(c.Request.Context(), id))
+	c.Next()
+}
+
+func (s *Server) accessLog(requests *prometheus.CounterVec, latency *prometheus.HistogramVec) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Writer.Status()
+		d := time.Since(start)
+		requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+		latency.WithLabelValues(route, c.Request.Method).Observe(d.Seconds())
+		if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+			return
+		}
+		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "http request",
+			slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path),
+			slog.String("route", route), slog.Int("status", status),
+			slog.Float64("durationMs", float64(d.Microseconds())/1000),
+			slog.Int("bytes", c.Writer.Size()), slog.String("clientIp", c.ClientIP()))
+	}
+}
+
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.ErrorContext(c.Request.Context(), "panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if !c.Writer.Written() {
+				WriteError(c, s.log, apperr.Wrap(apperr.Internal, fmt.Errorf("panic: %v", r), ""))
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) bodyLimit(n int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > n {
+			WriteError(c, s.log, apperr.E(apperr.TooLarge, "the request body exceeds %d bytes", n))
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+		c.Next()
+	}
+}
+
+func (s *Server) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	failed := map[string]string{}
+	for _, ch := range s.checks {
+		if err := ch.Check(ctx); err != nil {
+			failed[ch.Name] = "not ready"
+			s.log.WarnContext(ctx, "readiness check failed", "check", ch.Name, "error", err.Error())
+		}
+	}
+	if len(failed) > 0 {
+		WriteError(c, s.log, &apperr.Error{Code: apperr.Unavailable, Message: "dependencies are not ready", Fields: failed})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+// Listen opens the TCP listener (port 0 picks a free port).
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// Serve serves h on ln until ctx ends, then shuts down gracefully.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, grace time.Duration) error {
+	if grace <= 0 {
+		grace = 15 * time.Second
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package natsbus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"supportplatform.dev/pkg/requestid"
+)
+
+// ErrPermanent marks a handler failure that redelivery cannot fix; the
+// message is terminated instead of retried.
+var ErrPermanent = errors.New("permanent failure")
+
+// Backoff is the redelivery schedule for consumers made by Consume.
+var Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+
+// Consume runs handler for every message of a durable, explicit-ack consumer
+// on stream. nil acks; an error naks for redelivery with backoff (bounded by
+// MaxDeliver); ErrPermanent or an undecodable payload terminates the message.
+func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerConfig,
+	handler func(ctx context.Context, payload T, msg jetstream.Msg) error) (jetstream.ConsumeContext, error) {
+	cfg.AckPolicy = jetstream.AckExplicitPolicy
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = len(Backoff) + 1
+	}
+	if cfg.BackOff == nil {
+		cfg.BackOff = Backoff
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	cons, err := b.JS.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("natsbus: consumer %s on %s: %w", cfg.Durable, stream, err)
+	}
+	return cons.Consume(func(m jetstream.Msg) {
+		hctx := context.Background()
+		if id := m.Headers().Get(requestid.Header); id != "" {
+			hctx = requestid.With(hctx, id)
+		}
+		var payload T
+		if err := json.Unmarshal(m.Data(), &payload); err != nil {
+			b.log.ErrorContext(hctx, "undecodable message terminated", "subject", m.Subject(), "error", err.Error())
+			_ = m.Term()
+			return
+		}
+		if err := handler(hctx, payload, m); err != nil {
+			if errors.Is(err, ErrPermanent) {
+				b.log.ErrorContext(hctx, "message terminated", "subject", m.Subject(), "error", err.Error())
+				_ = m.Term()
+				return
+			}
+			b.log.WarnContext(hctx, "message will be redelivered", "subject", m.Subject(), "error", err.Error())
+			delay := Backoff[0]
+			if md, err := m.Metadata(); err == nil && md.NumDelivered > 0 {
+				delay = Backoff[min(int(md.NumDelivered)-1, len(Backoff)-1)]
+			}
+			_ = m.NakWithDelay(delay)
+			return
+		}
+		_ = m.Ack()
+	})
+}

@@ -1,0 +1,126 @@
+// Command auth is the authentication service: logins, tokens, JWKS, the
+// current customer, password reset and accounts.
+//
+//	auth              serve (migrations are applied at start)
+//	auth migrate      apply migrations and exit
+//	auth bootstrap -customer NAME -email ADDR -password PW [-name NAME]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/boot"
+	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/ratelimit"
+	"supportplatform.dev/services/auth/internal/auth"
+	"supportplatform.dev/services/auth/internal/httpapi"
+	"supportplatform.dev/services/auth/internal/keys"
+	"supportplatform.dev/services/auth/internal/postgres"
+)
+
+// Config of the auth service.
+type Config struct {
+	HTTPAddr string `env:"HTTP_ADDR" default:"127.0.0.1:8081" desc:"listen address of the auth service"`
+	config.Common
+	SigningKeyFile   string        `env:"AUTH_SIGNING_KEY_FILE" default:"var/auth-signing-key.pem" desc:"PKCS#8 PEM Ed25519 key that signs access tokens"`
+	DevKeygen        bool          `env:"AUTH_DEV_KEYGEN" default:"false" desc:"generate and persist the signing key when the file is missing (development)"`
+	TokenTTL         time.Duration `env:"AUTH_TOKEN_TTL" default:"60m" desc:"access token lifetime"`
+	LoginMaxFailures int           `env:"AUTH_LOGIN_MAX_FAILURES" default:"5" desc:"failed logins per e-mail address per window before 429"`
+	LoginMaxFailIP   int           `env:"AUTH_LOGIN_MAX_FAILURES_IP" default:"50" desc:"failed logins per client IP per window before 429"`
+	LoginWindow      time.Duration `env:"AUTH_LOGIN_WINDOW" default:"15m" desc:"window of the failed-login counters"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "auth:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	var cfg Config
+	if err := config.Load(getenv, &cfg); err != nil {
+		return err
+	}
+	if cfg.TokenTTL < time.Minute || cfg.TokenTTL > 24*time.Hour {
+		return errors.New("config: AUTH_TOKEN_TTL must be between 1m and 24h")
+	}
+	cmd := "serve"
+	if len(args) > 1 {
+		cmd = args[1]
+	}
+	switch cmd {
+	case "serve", "migrate", "bootstrap":
+	default:
+		return fmt.Errorf("unknown command %q (serve, migrate, bootstrap)", cmd)
+	}
+	deps, err := boot.Open(ctx, cfg.Common, boot.Options{Service: "auth", Schema: postgres.Schema, Migrations: postgres.Migrations()}, stdout)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	if cmd == "migrate" {
+		return nil
+	}
+	key, err := keys.Load(cfg.SigningKeyFile, cfg.DevKeygen)
+	if err != nil {
+		return err
+	}
+	store := postgres.New(deps.DB)
+	limits := auth.Limits{
+		ByEmail: ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow),
+		ByIP:    ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow),
+	}
+	svc, err := auth.NewService(store, auth.NewSigner(key, cfg.JWTIssuer, cfg.JWTAudience, cfg.TokenTTL),
+		auth.BusEvents{Bus: deps.Bus}, deps.Verifier.Revocations, limits, deps.Log, deps.Now)
+	if err != nil {
+		return err
+	}
+	if cmd == "bootstrap" {
+		return bootstrap(ctx, svc, args[2:], stdout)
+	}
+
+	sub, err := natsbus.Serve(deps.Bus, contracts.RPCCustomerExists, contracts.QueueAuth,
+		func(ctx context.Context, req contracts.CustomerExistsRequest) (contracts.CustomerExistsReply, error) {
+			ok, err := svc.CustomerExists(ctx, req.CustomerID)
+			return contracts.CustomerExistsReply{Exists: ok}, err
+		})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Drain() }()
+
+	httpapi.New(svc, deps.Server).Routes(deps.Server.Engine, authn.Middleware(deps.Verifier, deps.Server.Fail))
+	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
+}
+
+func bootstrap(ctx context.Context, svc *auth.Service, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	customer := fs.String("customer", "", "customer (tenant) name")
+	email := fs.String("email", "", "admin e-mail address")
+	password := fs.String("password", "", "admin password (at least 10 characters)")
+	name := fs.String("name", "Administrator", "admin display name")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, a, err := svc.Bootstrap(ctx, *customer, *email, *name, *password)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "customer %d (%s), admin account %d <%s>\n", c.ID, c.Name, a.ID, a.Email)
+	return nil
+}

@@ -1,0 +1,162 @@
+// Package postgres is the auth schema's store.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/auth/internal/auth"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations are the schema's numbered migrations.
+func Migrations() fs.FS {
+	sub, _ := fs.Sub(migrations, "migrations")
+	return sub
+}
+
+// Schema is the service's own schema.
+const Schema = "auth"
+
+// Store implements auth.Store.
+type Store struct{ db *pgxpool.Pool }
+
+// New returns a store on pool (whose search_path is the auth schema).
+func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
+
+const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at`
+
+func scanAccount(row pgx.Row, extra ...any) (auth.Account, error) {
+	var a auth.Account
+	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt}, extra...)
+	err := row.Scan(dest...)
+	return a, err
+}
+
+// AccountByEmail finds an enabled account of a live customer.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (auth.Account, error) {
+	a, err := scanAccount(s.db.QueryRow(ctx, `SELECT `+accountCols+`
+		FROM accounts a JOIN customers c USING (customer_id)
+		WHERE lower(a.email) = lower($1) AND a.disabled_at IS NULL AND c.deleted_at IS NULL`, email))
+	return a, postgres.Error(err, "account")
+}
+
+// Account returns an account with its customer, scoped to the customer.
+func (s *Store) Account(ctx context.Context, customerID, accountID int64) (auth.Account, auth.Customer, error) {
+	var c auth.Customer
+	a, err := scanAccount(s.db.QueryRow(ctx, `SELECT `+accountCols+`, c.customer_id, c.name, c.created_at
+		FROM accounts a JOIN customers c USING (customer_id)
+		WHERE a.customer_id = $1 AND a.account_id = $2 AND a.disabled_at IS NULL AND c.deleted_at IS NULL`,
+		customerID, accountID), &c.ID, &c.Name, &c.CreatedAt)
+	return a, c, postgres.Error(err, "account")
+}
+
+// CustomerExists reports whether a live customer has this id.
+func (s *Store) CustomerExists(ctx context.Context, customerID int64) (bool, error) {
+	var ok bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM customers WHERE customer_id = $1 AND deleted_at IS NULL)`, customerID).Scan(&ok)
+	return ok, postgres.Error(err, "customer")
+}
+
+// CreatePasswordReset stores the hash of a reset token.
+func (s *Store) CreatePasswordReset(ctx context.Context, accountID int64, tokenHash []byte, created, expires time.Time) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO password_resets (account_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		accountID, tokenHash, created, expires)
+	return postgres.Error(err, "password reset")
+}
+
+// ResetPassword spends a valid token, sets the password and voids the
+// account's other outstanding reset tokens, in one transaction.
+func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, newHash string) (auth.Account, error) {
+	var a auth.Account
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var accountID int64
+		err := tx.QueryRow(ctx, `SELECT account_id FROM password_resets
+			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 FOR UPDATE`, tokenHash, now).Scan(&accountID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE password_resets SET used_at = $2 WHERE account_id = $1 AND used_at IS NULL`, accountID, now); err != nil {
+			return err
+		}
+		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET password_hash = $2, password_changed_at = $3
+			WHERE account_id = $1 AND disabled_at IS NULL RETURNING `+accountCols, accountID, newHash, now))
+		return err
+	})
+	return a, postgres.Error(err, "reset token")
+}
+
+// CreateAccount inserts an account.
+func (s *Store) CreateAccount(ctx context.Context, in auth.Account) (auth.Account, error) {
+	a, err := scanAccount(s.db.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+accountCols, in.CustomerID, in.Email, in.Name, in.Role, in.PasswordHash))
+	if postgres.UniqueViolation(err, "accounts_email_key") {
+		return a, &apperr.Error{Code: apperr.Conflict, Message: "an account with this e-mail address already exists",
+			Fields: map[string]string{"email": "is already in use"}}
+	}
+	return a, postgres.Error(err, "account")
+}
+
+// ListAccounts pages through a customer's accounts.
+func (s *Store) ListAccounts(ctx context.Context, customerID int64, offset, limit int) ([]auth.Account, int, error) {
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM accounts WHERE customer_id = $1 AND disabled_at IS NULL`, customerID).Scan(&total); err != nil {
+		return nil, 0, postgres.Error(err, "account")
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+accountCols+` FROM accounts a
+		WHERE a.customer_id = $1 AND a.disabled_at IS NULL ORDER BY a.account_id OFFSET $2 LIMIT $3`, customerID, offset, limit)
+	if err != nil {
+		return nil, 0, postgres.Error(err, "account")
+	}
+	defer rows.Close()
+	var out []auth.Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, 0, postgres.Error(err, "account")
+		}
+		out = append(out, a)
+	}
+	return out, total, postgres.Error(rows.Err(), "account")
+}
+
+// Bootstrap creates the customer and admin account, or when the e-mail
+// already exists updates that account's password, name and customer name.
+func (s *Store) Bootstrap(ctx context.Context, customerName string, in auth.Account) (auth.Customer, auth.Account, error) {
+	var c auth.Customer
+	var a auth.Account
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		// Serialise concurrent bootstraps of the same address.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('bootstrap:' || lower($1)))`, in.Email); err != nil {
+			return err
+		}
+		var err error
+		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET password_hash = $2, name = $3, role = 'admin',
+			password_changed_at = now(), disabled_at = NULL WHERE lower(email) = lower($1) RETURNING `+accountCols,
+			in.Email, in.PasswordHash, in.Name))
+		switch {
+		case err == nil:
+			return tx.QueryRow(ctx, `UPDATE customers SET name = $2, deleted_at = NULL WHERE customer_id = $1
+				RETURNING customer_id, name, created_at`, a.CustomerID, customerName).Scan(&c.ID, &c.Name, &c.CreatedAt)
+		case err != pgx.ErrNoRows:
+			return err
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO customers (name) VALUES ($1) RETURNING customer_id, name, created_at`,
+			customerName).Scan(&c.ID, &c.Name, &c.CreatedAt); err != nil {
+			return err
+		}
+		a, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
+			VALUES ($1, $2, $3, 'admin', $4) RETURNING `+accountCols, c.ID, in.Email, in.Name, in.PasswordHash))
+		return err
+	})
+	return c, a, postgres.Error(err, "account")
+}
