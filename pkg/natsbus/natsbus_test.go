@@ -1,0 +1,129 @@
+package natsbus_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/natstest"
+	"supportplatform.dev/pkg/requestid"
+)
+
+func bus(t *testing.T, url, prefix string) *natsbus.Bus {
+	t.Helper()
+	b, err := natsbus.Connect(url, "test", contracts.Names{Prefix: prefix}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	return b
+}
+
+type echoReq struct{ N int }
+type echoResp struct{ Double int }
+
+func TestRequestReply(t *testing.T) {
+	url := natstest.Start(t)
+	srv, cli := bus(t, url, "p1"), bus(t, url, "p1")
+	var sawID atomic.Value
+	_, err := natsbus.Serve(srv, "rpc.echo", "q", func(ctx context.Context, r echoReq) (echoResp, error) {
+		sawID.Store(requestid.From(ctx))
+		switch r.N {
+		case -1:
+			return echoResp{}, apperr.E(apperr.NotFound, "no such thing")
+		case -2:
+			return echoResp{}, errors.New("db password leaked")
+		}
+		return echoResp{Double: 2 * r.N}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := requestid.With(context.Background(), "rid-1")
+	got, err := natsbus.Request[echoReq, echoResp](ctx, cli, "rpc.echo", echoReq{N: 21})
+	if err != nil || got.Double != 42 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if sawID.Load() != "rid-1" {
+		t.Fatalf("request id not carried: %v", sawID.Load())
+	}
+	_, err = natsbus.Request[echoReq, echoResp](ctx, cli, "rpc.echo", echoReq{N: -1})
+	if !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("app error not carried: %v", err)
+	}
+	_, err = natsbus.Request[echoReq, echoResp](ctx, cli, "rpc.echo", echoReq{N: -2})
+	if !apperr.Is(err, apperr.Internal) || err.(*apperr.Error).Message == "db password leaked" {
+		t.Fatalf("internal error: %v", err)
+	}
+	// Another prefix is another deployment: nobody answers there.
+	other := bus(t, url, "p2")
+	_, err = natsbus.Request[echoReq, echoResp](ctx, other, "rpc.echo", echoReq{N: 1})
+	if !apperr.Is(err, apperr.Unavailable) {
+		t.Fatalf("no responder: %v", err)
+	}
+}
+
+type payload struct{ Name string }
+
+func TestEventsPublishConsume(t *testing.T) {
+	url := natstest.Start(t)
+	b := bus(t, url, "ev")
+	ctx := context.Background()
+	if err := b.EnsureEventsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureEventsStream(ctx); err != nil {
+		t.Fatalf("second declaration must be idempotent: %v", err)
+	}
+	natsbus.Backoff = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
+	got := make(chan contracts.Event[payload], 10)
+	var attempts atomic.Int32
+	cc, err := natsbus.Consume(ctx, b, b.Names.Stream(contracts.StreamEvents), jetstream.ConsumerConfig{Durable: "t"},
+		func(ctx context.Context, ev contracts.Event[payload], _ jetstream.Msg) error {
+			if ev.Data.Name == "retry" && attempts.Add(1) == 1 {
+				return errors.New("transient")
+			}
+			got <- ev
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	for _, n := range []string{"a", "retry"} {
+		if err := natsbus.PublishEvent(ctx, b, contracts.EventTopicCreated, 7, payload{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		select {
+		case ev := <-got:
+			if ev.Type != contracts.EventTopicCreated || ev.CustomerID != 7 || ev.ID == "" {
+				t.Fatalf("envelope: %+v", ev)
+			}
+			seen[ev.Data.Name] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("events not delivered: %v", seen)
+		}
+	}
+	if attempts.Load() != 2 {
+		t.Fatalf("failed message should be redelivered once, attempts=%d", attempts.Load())
+	}
+	info, err := b.JS.Stream(ctx, "EV_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subj := info.CachedInfo().Config.Subjects[0]; subj != "ev.events.>" {
+		t.Fatalf("prefixed subject: %s", subj)
+	}
+}
