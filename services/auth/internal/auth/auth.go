@@ -342,4 +342,3 @@ func hashToken(token string) []byte {
 	sum := sha256.Sum256([]byte(token))
 	return sum[:]
 }
-

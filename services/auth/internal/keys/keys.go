@@ -59,9 +59,12 @@ func create(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keys: create %s: %w", path, err)
 	}
-	defer f.Close()
 	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		_ = f.Close()
 		return nil, fmt.Errorf("keys: write %s: %w", path, err)
 	}
-	return priv, f.Close()
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("keys: write %s: %w", path, err)
+	}
+	return priv, nil
 }
