@@ -188,4 +188,3 @@ func TestRevocation(t *testing.T) {
 		t.Fatalf("token issued after the cut-off refused: %v", err)
 	}
 }
-
