@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"supportplatform.dev/ai/langcode"
 	"supportplatform.dev/ai/mt"
@@ -261,10 +263,13 @@ func (e *Engine) Translate(ctx context.Context, p mt.Pair, texts []string) ([]st
 		if err != nil {
 			return nil, err
 		}
-		return []string{out}, nil
+		return []string{matchInitialCase(texts[0], out)}, nil
 	}
 	out, err := e.translateBatch(ctx, m.Name, texts)
 	if err == nil {
+		for i := range out {
+			out[i] = matchInitialCase(texts[i], out[i])
+		}
 		return out, nil
 	}
 	var rerr *RunError
@@ -278,8 +283,29 @@ func (e *Engine) Translate(ctx context.Context, p mt.Pair, texts []string) ([]st
 		if out[i], err = e.run(ctx, m.Name, "txt", t); err != nil {
 			return nil, err
 		}
+		out[i] = matchInitialCase(t, out[i])
 	}
 	return out, nil
+}
+
+// matchInitialCase undoes Apertium's habit of capitalising the first word of its input as if it
+// began a sentence: a text node in the middle of a sentence ("Hello <b>friend</b>") would come
+// back as "Hola <b>Amigo</b>". Words written in capitals ("OK", "USB") are left alone.
+func matchInitialCase(src, out string) string {
+	s, _ := utf8.DecodeRuneInString(strings.TrimLeftFunc(src, unicode.IsSpace))
+	if !unicode.IsLower(s) {
+		return out
+	}
+	i := strings.IndexFunc(out, func(r rune) bool { return !unicode.IsSpace(r) })
+	if i < 0 {
+		return out
+	}
+	first, size := utf8.DecodeRuneInString(out[i:])
+	next, _ := utf8.DecodeRuneInString(out[i+size:])
+	if !unicode.IsUpper(first) || unicode.IsUpper(next) {
+		return out
+	}
+	return out[:i] + string(unicode.ToLower(first)) + out[i+size:]
 }
 
 var marker = regexp.MustCompile(`<hr\s+id="?sp(\d+)"?\s*/?>`)

@@ -163,6 +163,37 @@ func TestTranslateBatchInOneRun(t *testing.T) {
 	}
 }
 
+func TestTranslateKeepsLowerCaseStart(t *testing.T) {
+	e := requireApertium(t)
+	got, err := e.Translate(context.Background(), mt.Pair{Source: "en", Target: "es"}, []string{"Hello", "friend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[1] != "amigo" {
+		t.Fatalf("mid-sentence text node %q came back as %q, want amigo", "friend", got[1])
+	}
+	single, err := e.Translate(context.Background(), mt.Pair{Source: "en", Target: "es"}, []string{"friend"})
+	if err != nil || single[0] != "amigo" {
+		t.Fatalf("single text = %q, %v; want amigo", single, err)
+	}
+}
+
+func TestMatchInitialCase(t *testing.T) {
+	for _, tt := range []struct{ src, out, want string }{
+		{"friend", "Amigo", "amigo"},
+		{"Friend", "Amigo", "Amigo"},
+		{"  friend", "  Amigo", "  amigo"},
+		{"usb cable", "USB cable", "USB cable"},
+		{"élan", "Élan", "élan"},
+		{"42 friends", "42 amigos", "42 amigos"},
+		{"friend", "", ""},
+	} {
+		if got := matchInitialCase(tt.src, tt.out); got != tt.want {
+			t.Errorf("matchInitialCase(%q, %q) = %q, want %q", tt.src, tt.out, got, tt.want)
+		}
+	}
+}
+
 func TestTranslateSpanishToEnglish(t *testing.T) {
 	e := requireApertium(t)
 	got, err := e.Translate(context.Background(), mt.Pair{Source: "es", Target: "en"}, []string{"La casa es grande"})

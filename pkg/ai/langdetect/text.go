@@ -52,7 +52,8 @@ func DetectText(text string) TextResult {
 
 	info := whatlanggo.Detect(text)
 	// Trigram statistics over a dozen letters are noise whatever confidence they claim.
-	guess := TextResult{Confidence: info.Confidence, Reliable: info.IsReliable() && letters >= minTrigramLetters}
+	// Scripts written by one language only (Han, Hangul, Greek, Thai...) decide by themselves.
+	guess := TextResult{Confidence: info.Confidence, Reliable: info.IsReliable() && (letters >= minTrigramLetters || !sharedScript(info.Script))}
 	if info.Lang >= 0 {
 		guess.Lang = normalise(info.Lang)
 	}
@@ -63,6 +64,15 @@ func DetectText(text string) TextResult {
 		return guess
 	}
 	return combineWithCommonWords(text, guess)
+}
+
+// sharedScript reports whether whatlanggo has profiles for several languages in script.
+func sharedScript(script *unicode.RangeTable) bool {
+	switch script {
+	case unicode.Latin, unicode.Cyrillic, unicode.Arabic, unicode.Devanagari, unicode.Hebrew, unicode.Ethiopic:
+		return true
+	}
+	return false
 }
 
 func normalise(l whatlanggo.Lang) string {
@@ -120,8 +130,10 @@ func combineWithCommonWords(text string, guess TextResult) TextResult {
 	case top == guess.Lang || hg == h1:
 		// The two methods agree (or the words cannot separate the guess from the leader).
 		guess.Reliable = guess.Reliable || h1 >= 2 && h1 > h2
-		if guess.Reliable && guess.Confidence < 0.8 {
-			guess.Confidence = 0.8
+		if guess.Reliable {
+			guess.Confidence = max(guess.Confidence, 0.8)
+		} else {
+			guess.Confidence = min(guess.Confidence, 0.6)
 		}
 		return guess
 	case guess.Reliable && h1 < 2*hg+2:

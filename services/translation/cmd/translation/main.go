@@ -1,0 +1,90 @@
+// Command translation serves text translation (plain and HTML) and the
+// likely language of a location.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"supportplatform.dev/ai/apertium"
+	"supportplatform.dev/ai/libretranslate"
+	"supportplatform.dev/ai/llmtranslate"
+	"supportplatform.dev/ai/openai"
+	"supportplatform.dev/pkg/boot"
+	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/services/translation/internal/customers"
+	"supportplatform.dev/services/translation/internal/httpapi"
+	"supportplatform.dev/services/translation/internal/translate"
+	"supportplatform.dev/services/translation/internal/translate/rediscache"
+)
+
+// Config of the translation service.
+type Config struct {
+	HTTPAddr string `env:"HTTP_ADDR" default:"127.0.0.1:8084" desc:"listen address of the translation service"`
+	config.Common
+	Providers        string        `env:"TRANSLATION_PROVIDERS" default:"apertium,libretranslate,openai" desc:"engines in order of preference; the first that serves a language pair is used, the next on failure"`
+	CacheTTL         time.Duration `env:"TRANSLATION_CACHE_TTL" default:"168h" desc:"how long translations stay cached in Redis"`
+	CustomerCacheTTL time.Duration `env:"TRANSLATION_CUSTOMER_CACHE_TTL" default:"30s" desc:"how long a customer's existence is cached (a deleted customer gets 404 after at most this)"`
+	AIBaseURL        string        `env:"AI_BASE_URL" default:"" desc:"OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1 for Ollama); empty = LLM engine off"`
+	AIAPIKey         string        `env:"AI_API_KEY" default:"" desc:"API key of the OpenAI-compatible server (optional for local servers)"`
+	AIModel          string        `env:"AI_MODEL" default:"" desc:"chat model name; empty = LLM engine off"`
+	AITimeout        time.Duration `env:"AI_TIMEOUT" default:"60s" desc:"timeout of one LLM request attempt"`
+	AIMaxRetries     int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After"`
+	LibreURL         string        `env:"LIBRETRANSLATE_URL" default:"" desc:"LibreTranslate base URL; empty = off"`
+	LibreAPIKey      string        `env:"LIBRETRANSLATE_API_KEY" default:"" desc:"LibreTranslate API key"`
+	LibreTimeout     time.Duration `env:"LIBRETRANSLATE_TIMEOUT" default:"30s" desc:"timeout of one LibreTranslate request"`
+	ApertiumCommand  string        `env:"APERTIUM_COMMAND" default:"apertium" desc:"the apertium executable"`
+	ApertiumDataDir  string        `env:"APERTIUM_DATA_DIR" default:"/usr/share/apertium" desc:"where the installed Apertium modes are"`
+	ApertiumTimeout  time.Duration `env:"APERTIUM_TIMEOUT" default:"30s" desc:"timeout of one Apertium run"`
+	ApertiumMaxProcs int           `env:"APERTIUM_MAX_PROCESSES" default:"2" desc:"concurrent Apertium processes"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "translation:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
+	var cfg Config
+	if err := config.Load(getenv, &cfg); err != nil {
+		return err
+	}
+	llm := openai.New(openai.Config{BaseURL: cfg.AIBaseURL, APIKey: cfg.AIAPIKey, Model: cfg.AIModel,
+		Timeout: cfg.AITimeout, MaxRetries: cfg.AIMaxRetries})
+	providers, err := translate.OrderProviders(cfg.Providers,
+		apertium.New(apertium.Config{Command: cfg.ApertiumCommand, DataDir: cfg.ApertiumDataDir,
+			Timeout: cfg.ApertiumTimeout, MaxProcesses: cfg.ApertiumMaxProcs}),
+		libretranslate.New(libretranslate.Config{BaseURL: cfg.LibreURL, APIKey: cfg.LibreAPIKey, Timeout: cfg.LibreTimeout}),
+		llmtranslate.New(llm, llmtranslate.Config{}),
+	)
+	if err != nil {
+		return fmt.Errorf("config: TRANSLATION_PROVIDERS: %w", err)
+	}
+	deps, err := boot.Open(ctx, cfg.Common, boot.Options{Service: "translation"}, stdout)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	tc := translate.Config{
+		Providers: providers,
+		Cache:     rediscache.New(deps.Redis, cfg.RedisPrefix+"translation:"),
+		CacheTTL:  cfg.CacheTTL,
+		Logger:    deps.Log,
+	}
+	if llm.Configured() {
+		tc.Refiner = translate.NewLLMRefiner(llm)
+	}
+	svc := translate.New(tc)
+	h := httpapi.New(svc, customers.New(deps.Bus, cfg.CustomerCacheTTL, deps.Now), deps.Server)
+	h.Routes(deps.Server.Engine, deps.Auth())
+	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
+}

@@ -1,0 +1,99 @@
+// Package httpapi is the HTTP layer of the translation service.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/httpserver"
+)
+
+// Translator is the domain as the handlers use it.
+type Translator interface {
+	Translate(ctx context.Context, sourceText, targetLang string) (string, error)
+	TranslateToHTML(ctx context.Context, sourceText, targetLang string) (string, error)
+	DetectLanguage(ctx context.Context, country, state, city string) (string, error)
+}
+
+// Customers checks that the token's customer still exists.
+type Customers interface {
+	Require(ctx context.Context, customerID int64) error
+}
+
+// Handlers serve the translation routes.
+type Handlers struct {
+	svc       Translator
+	customers Customers
+	s         *httpserver.Server
+}
+
+// New returns the handlers.
+func New(svc Translator, customers Customers, s *httpserver.Server) *Handlers {
+	return &Handlers{svc: svc, customers: customers, s: s}
+}
+
+// translateRequest is the spec's TranslateRequest; strings only, so a number
+// or object is a 400 naming the field.
+type translateRequest struct {
+	SourceText string `json:"sourceText"`
+	TargetLang string `json:"targetLang"`
+}
+
+func (h *Handlers) translate(c *gin.Context) error {
+	return h.doTranslate(c, h.svc.Translate)
+}
+
+func (h *Handlers) translateToHTML(c *gin.Context) error {
+	return h.doTranslate(c, h.svc.TranslateToHTML)
+}
+
+func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, text, lang string) (string, error)) error {
+	var req translateRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.requireCustomer(c); err != nil {
+		return err
+	}
+	out, err := fn(c.Request.Context(), req.SourceText, req.TargetLang)
+	if err != nil {
+		return err
+	}
+	writeJSONString(c, out)
+	return nil
+}
+
+func (h *Handlers) detectLanguage(c *gin.Context) error {
+	if err := h.requireCustomer(c); err != nil {
+		return err
+	}
+	lang, err := h.svc.DetectLanguage(c.Request.Context(), c.Query("country"), c.Query("state"), c.Query("city"))
+	if err != nil {
+		return err
+	}
+	writeJSONString(c, lang)
+	return nil
+}
+
+func (h *Handlers) requireCustomer(c *gin.Context) error {
+	p, err := authn.Must(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	return h.customers.Require(c.Request.Context(), p.CustomerID)
+}
+
+// writeJSONString answers with a bare JSON string, as the spec shows. HTML is
+// not \u-escaped: the translate-to-html answer stays readable.
+func writeJSONString(c *gin.Context, s string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", bytes.TrimRight(buf.Bytes(), "\n"))
+}

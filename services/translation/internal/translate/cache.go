@@ -1,0 +1,40 @@
+package translate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+)
+
+// Cache stores finished translations. Implementations must be safe for concurrent use. A failing
+// cache never fails a translation: errors are logged and the engines asked instead.
+type Cache interface {
+	// Get returns the value and true on a hit, "" and false on a miss.
+	Get(ctx context.Context, key string) (string, bool, error)
+	Set(ctx context.Context, key, val string, ttl time.Duration) error
+}
+
+// Mode is the output form a translation was made for; the same text translated as plain text
+// and as HTML gives different results, so the mode is part of the cache key.
+type Mode string
+
+const (
+	ModePlain Mode = "plain"
+	ModeHTML  Mode = "html"
+)
+
+// CacheKey derives the key of a translation: the hex SHA-256 of the source text, the language
+// pair, the provider and the mode. Each part is length-prefixed so that no two different tuples
+// hash the same input.
+func CacheKey(text, source, target, provider string, mode Mode) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, part := range []string{"v1", text, source, target, provider, string(mode)} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,283 @@
+// Package translate is the translation service's domain: it validates requests, detects the
+// source language, picks an engine per language pair from an ordered provider chain, caches
+// results, renders HTML output safely, and answers the likely language of a location. It knows
+// nothing of HTTP.
+package translate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"supportplatform.dev/ai/langcode"
+	"supportplatform.dev/ai/langdetect"
+	"supportplatform.dev/ai/mt"
+)
+
+// MaxSourceChars is the longest sourceText accepted, in Unicode characters (code points). Support
+// messages are far shorter; the cap keeps one request from occupying an engine (an LLM reply of
+// 10,000 characters already takes a minute on CPU) and bounds the cost of a hosted model call.
+const MaxSourceChars = 10_000
+
+// DefaultCacheTTL is used when Config.CacheTTL is zero. Translations of a given text by a given
+// engine do not change, so the TTL only bounds how much the cache holds.
+const DefaultCacheTTL = 7 * 24 * time.Hour
+
+// Config wires a Service.
+type Config struct {
+	// Providers in order of preference; see OrderProviders.
+	Providers []mt.Translator
+	// Cache may be nil (no caching).
+	Cache    Cache
+	CacheTTL time.Duration
+	// Refiner may be nil: DetectLanguage then answers from the tables alone.
+	Refiner LocationRefiner
+	Logger  *slog.Logger
+}
+
+// Service is the domain. It is safe for concurrent use.
+type Service struct {
+	providers []mt.Translator
+	cache     Cache
+	ttl       time.Duration
+	refiner   LocationRefiner
+	log       *slog.Logger
+}
+
+// New builds a Service.
+func New(cfg Config) *Service {
+	s := &Service{
+		providers: cfg.Providers,
+		cache:     cfg.Cache,
+		ttl:       cfg.CacheTTL,
+		refiner:   cfg.Refiner,
+		log:       cfg.Logger,
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultCacheTTL
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// OrderProviders selects engines by name in the order given by a comma-separated list such as
+// "apertium,libretranslate,openai" (case and spaces ignored). Every name must belong to one of
+// engines and appear once, so that a typo fails at start-up instead of silently dropping an
+// engine. Engines that are not configured can be listed: they serve no pair.
+func OrderProviders(order string, engines ...mt.Translator) ([]mt.Translator, error) {
+	byName := map[string]mt.Translator{}
+	var known []string
+	for _, e := range engines {
+		byName[strings.ToLower(e.Name())] = e
+		known = append(known, e.Name())
+	}
+	var out []mt.Translator
+	seen := map[string]bool{}
+	for _, raw := range strings.Split(order, ",") {
+		name := strings.ToLower(strings.TrimSpace(raw))
+		if name == "" {
+			continue
+		}
+		e, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown translation provider %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("translation provider %q listed twice", name)
+		}
+		seen[name] = true
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no translation provider listed")
+	}
+	return out, nil
+}
+
+// Translate translates plain text into targetLang (an ISO 639-1 or 639-3 code). The text is
+// treated as characters only: markup in it is sent to the engine and returned as the engine
+// gives it back. Text already in the target language, or holding no words, comes back unchanged.
+func (s *Service) Translate(ctx context.Context, sourceText, targetLang string) (string, error) {
+	target, err := validateTranslation(sourceText, targetLang)
+	if err != nil {
+		return "", err
+	}
+	if !hasLetters(sourceText) {
+		return sourceText, nil
+	}
+	det := langdetect.DetectText(sourceText)
+	if det.Lang == target {
+		return sourceText, nil
+	}
+	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
+	return s.translateSegments(ctx, pair, ModePlain, sourceText, []string{sourceText},
+		func(out []string) (string, error) { return out[0], nil })
+}
+
+func validateTranslation(sourceText, targetLang string) (string, error) {
+	var fields []FieldError
+	switch {
+	case sourceText == "":
+		fields = append(fields, FieldError{"sourceText", "sourceText is required"})
+	case !utf8.ValidString(sourceText):
+		fields = append(fields, FieldError{"sourceText", "sourceText must be valid UTF-8 text"})
+	case strings.TrimSpace(sourceText) == "":
+		fields = append(fields, FieldError{"sourceText", "sourceText must not be blank"})
+	default:
+		if n := utf8.RuneCountInString(sourceText); n > MaxSourceChars {
+			fields = append(fields, FieldError{"sourceText",
+				fmt.Sprintf("sourceText must be at most %d characters long (got %d)", MaxSourceChars, n)})
+		}
+	}
+	var target string
+	if strings.TrimSpace(targetLang) == "" {
+		fields = append(fields, FieldError{"targetLang", "targetLang is required"})
+	} else if t, err := langcode.Normalize(targetLang); err != nil {
+		fields = append(fields, FieldError{"targetLang",
+			fmt.Sprintf("targetLang must be an ISO 639-1 or ISO 639-3 language code, got %q", targetLang)})
+	} else {
+		target = t
+	}
+	if len(fields) > 0 {
+		return "", invalid(fields...)
+	}
+	return target, nil
+}
+
+func hasLetters(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// translateSegments runs the provider chain for one request. segments are the pieces an engine
+// translates (one for plain text, one per paragraph or text node for HTML); assemble turns their
+// translations into the final output, which is what the cache stores under the whole input.
+func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, mode Mode, input string,
+	segments []string, assemble func([]string) (string, error)) (string, error) {
+
+	// Only the words go to the engine: surrounding white space is put back afterwards (engines
+	// trim it), and segments without letters ("42", "—") are kept as they are.
+	var todo []int
+	var core []string
+	lead := make([]string, len(segments))
+	trail := make([]string, len(segments))
+	for i, seg := range segments {
+		c := strings.TrimSpace(seg)
+		if !hasLetters(c) {
+			continue
+		}
+		start := strings.Index(seg, c)
+		lead[i], trail[i] = seg[:start], seg[start+len(c):]
+		todo = append(todo, i)
+		core = append(core, c)
+	}
+	if len(todo) == 0 {
+		return assemble(segments)
+	}
+
+	serving, supportErrs := s.serving(ctx, pair)
+	if len(serving) == 0 {
+		if len(supportErrs) > 0 {
+			return "", upstream("translation providers are unavailable", errors.Join(supportErrs...))
+		}
+		return "", unsupported(pair)
+	}
+
+	if out, ok := s.cached(ctx, pair, mode, input, serving); ok {
+		return out, nil
+	}
+
+	var errs []error
+	for _, p := range serving {
+		got, err := p.Translate(ctx, pair, core)
+		if err == nil && len(got) != len(core) {
+			err = fmt.Errorf("%s returned %d translations for %d texts", p.Name(), len(got), len(core))
+		}
+		if err == nil {
+			for _, g := range got {
+				if strings.TrimSpace(g) == "" {
+					err = fmt.Errorf("%s returned an empty translation", p.Name())
+					break
+				}
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", upstream("translation was cancelled", ctx.Err())
+			}
+			s.log.WarnContext(ctx, "translation provider failed", "provider", p.Name(), "pair", pair.String(), "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+			continue
+		}
+		merged := append([]string(nil), segments...)
+		for k, i := range todo {
+			merged[i] = lead[i] + strings.TrimSpace(got[k]) + trail[i]
+		}
+		out, err := assemble(merged)
+		if err != nil {
+			return "", upstream("translation output could not be assembled", err)
+		}
+		s.store(ctx, CacheKey(input, pair.Source, pair.Target, p.Name(), mode), out)
+		return out, nil
+	}
+	return "", upstream("every translation provider for "+pair.String()+" failed", errors.Join(errs...))
+}
+
+// serving returns the providers that serve pair, in order. A provider that cannot tell (its
+// server is down) is skipped and its error returned, so that "nobody serves this pair" can be
+// told apart from "nobody could be asked".
+func (s *Service) serving(ctx context.Context, pair mt.Pair) ([]mt.Translator, []error) {
+	var out []mt.Translator
+	var errs []error
+	for _, p := range s.providers {
+		ok, err := p.Supports(ctx, pair)
+		if err != nil {
+			s.log.WarnContext(ctx, "translation provider cannot tell its pairs", "provider", p.Name(), "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+			continue
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, errs
+}
+
+// cached looks for a stored result of any serving provider, in preference order, before any
+// engine is asked: a result cached while the first engine was down is still a valid answer.
+func (s *Service) cached(ctx context.Context, pair mt.Pair, mode Mode, input string, serving []mt.Translator) (string, bool) {
+	if s.cache == nil {
+		return "", false
+	}
+	for _, p := range serving {
+		val, ok, err := s.cache.Get(ctx, CacheKey(input, pair.Source, pair.Target, p.Name(), mode))
+		if err != nil {
+			s.log.WarnContext(ctx, "translation cache read failed", "err", err)
+			return "", false
+		}
+		if ok {
+			return val, true
+		}
+	}
+	return "", false
+}
+
+func (s *Service) store(ctx context.Context, key, val string) {
+	if s.cache == nil {
+		return
+	}
+	if err := s.cache.Set(ctx, key, val, s.ttl); err != nil {
+		s.log.WarnContext(ctx, "translation cache write failed", "err", err)
+	}
+}
