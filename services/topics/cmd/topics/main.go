@@ -1,0 +1,77 @@
+// Command topics is the topics service: topics, their action and document
+// mappings, page-topic mappings, and the minimal actions and documents they
+// link to; plus the NATS lookups other services use.
+//
+//	topics            serve (migrations are applied at start)
+//	topics migrate    apply migrations and exit
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/boot"
+	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/services/topics/internal/httpapi"
+	"supportplatform.dev/services/topics/internal/postgres"
+	"supportplatform.dev/services/topics/internal/rpc"
+	"supportplatform.dev/services/topics/internal/topics"
+)
+
+// Config of the topics service.
+type Config struct {
+	HTTPAddr string `env:"HTTP_ADDR" default:"127.0.0.1:8082" desc:"listen address of the topics service"`
+	config.Common
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "topics:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	var cfg Config
+	if err := config.Load(getenv, &cfg); err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 1 {
+		cmd = args[1]
+	}
+	switch cmd {
+	case "serve", "migrate":
+	default:
+		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
+	}
+	deps, err := boot.Open(ctx, cfg.Common, boot.Options{Service: "topics", Schema: postgres.Schema, Migrations: postgres.Migrations()}, stdout)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	if cmd == "migrate" {
+		return nil
+	}
+	svc := topics.NewService(postgres.New(deps.DB), topics.BusEvents{Bus: deps.Bus}, deps.Log)
+
+	subs, err := rpc.Serve(deps.Bus, svc)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, s := range subs {
+			_ = s.Drain()
+		}
+	}()
+
+	httpapi.New(svc, deps.Server).Routes(deps.Server.Engine, authn.Middleware(deps.Verifier, deps.Server.Fail))
+	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
+}

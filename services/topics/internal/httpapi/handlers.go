@@ -1,0 +1,397 @@
+// Package httpapi is the HTTP layer of the topics service: it decodes
+// requests, calls the domain and maps results to response types whose JSON
+// names are the spec's.
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"supportplatform.dev/pkg/httpserver"
+	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/services/topics/internal/topics"
+)
+
+// Handlers serve the topics routes.
+type Handlers struct {
+	svc *topics.Service
+	s   *httpserver.Server
+}
+
+// New returns the handlers.
+func New(svc *topics.Service, s *httpserver.Server) *Handlers { return &Handlers{svc: svc, s: s} }
+
+func created(c *gin.Context, base string, id int64, body any) {
+	c.Header("Location", base+"/"+strconv.FormatInt(id, 10))
+	c.JSON(http.StatusCreated, body)
+}
+
+// ---- Topics ----
+
+type topicRequest struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+}
+
+func (r topicRequest) input() topics.TopicInput {
+	var in topics.TopicInput
+	if r.Name != nil {
+		in.Name = *r.Name
+	}
+	if r.Description != nil {
+		in.Description = *r.Description
+	}
+	return in
+}
+
+type topicResponse struct {
+	TopicID     int64  `json:"topicID"`
+	CustomerID  int64  `json:"customerID"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+func toTopic(t topics.Topic) topicResponse {
+	return topicResponse{TopicID: t.ID, CustomerID: t.CustomerID, Name: t.Name, Description: t.Description}
+}
+
+func (h *Handlers) listTopics(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	q := newQuery(c)
+	pg := q.page()
+	sort, err := topics.ParseTopicSort(q.get("sort"))
+	q.merge(err)
+	name := q.text("name", topics.MaxNameLen)
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, total, err := h.svc.ListTopics(c.Request.Context(), cid, topics.TopicFilter{NameContains: name, Sort: sort}, pg)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toTopic), total, pg))
+	return nil
+}
+
+func (h *Handlers) getTopic(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	t, err := h.svc.Topic(c.Request.Context(), cid, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, toTopic(t))
+	return nil
+}
+
+func (h *Handlers) createTopic(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	var req topicRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	t, err := h.svc.CreateTopic(c.Request.Context(), cid, req.input())
+	if err != nil {
+		return err
+	}
+	created(c, "/api/Topics", t.ID, toTopic(t))
+	return nil
+}
+
+func (h *Handlers) updateTopic(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var req topicRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	if _, err := h.svc.UpdateTopic(c.Request.Context(), cid, id, req.input()); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handlers) deleteTopic(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteTopic(c.Request.Context(), cid, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// ---- Actions ----
+
+type actionRequest struct {
+	Name      *string `json:"name"`
+	HookName  *string `json:"hookName"`
+	ChannelID *int64  `json:"channelID"`
+	IsActive  *bool   `json:"isActive"`
+}
+
+func (r actionRequest) input() topics.ActionInput {
+	in := topics.ActionInput{ChannelID: r.ChannelID, IsActive: r.IsActive}
+	if r.Name != nil {
+		in.Name = *r.Name
+	}
+	if r.HookName != nil {
+		in.HookName = *r.HookName
+	}
+	return in
+}
+
+type actionResponse struct {
+	ActionID   int64  `json:"actionID"`
+	CustomerID int64  `json:"customerID"`
+	Name       string `json:"name"`
+	HookName   string `json:"hookName"`
+	ChannelID  *int64 `json:"channelID"`
+	IsActive   bool   `json:"isActive"`
+}
+
+func toAction(a topics.Action) actionResponse {
+	return actionResponse{ActionID: a.ID, CustomerID: a.CustomerID, Name: a.Name, HookName: a.HookName, ChannelID: a.ChannelID, IsActive: a.IsActive}
+}
+
+func (h *Handlers) listActions(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	q := newQuery(c)
+	pg := q.page()
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, total, err := h.svc.ListActions(c.Request.Context(), cid, pg)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toAction), total, pg))
+	return nil
+}
+
+func (h *Handlers) getAction(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	a, err := h.svc.Action(c.Request.Context(), cid, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, toAction(a))
+	return nil
+}
+
+func (h *Handlers) createAction(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	var req actionRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	a, err := h.svc.CreateAction(c.Request.Context(), cid, req.input())
+	if err != nil {
+		return err
+	}
+	created(c, "/api/Actions", a.ID, toAction(a))
+	return nil
+}
+
+func (h *Handlers) updateAction(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var req actionRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	if _, err := h.svc.UpdateAction(c.Request.Context(), cid, id, req.input()); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handlers) deleteAction(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteAction(c.Request.Context(), cid, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// ---- Documents ----
+
+type documentRequest struct {
+	Title     *string `json:"title"`
+	Content   *string `json:"content"`
+	ChannelID *int64  `json:"channelID"`
+	HookName  *string `json:"hookName"`
+	IsHook    *bool   `json:"isHook"`
+}
+
+func (r documentRequest) input() topics.DocumentInput {
+	in := topics.DocumentInput{ChannelID: r.ChannelID, IsHook: r.IsHook}
+	if r.Title != nil {
+		in.Title = *r.Title
+	}
+	if r.Content != nil {
+		in.Content = *r.Content
+	}
+	if r.HookName != nil {
+		in.HookName = *r.HookName
+	}
+	return in
+}
+
+type documentResponse struct {
+	DocumentID int64  `json:"documentID"`
+	CustomerID int64  `json:"customerID"`
+	Title      string `json:"title"`
+	Content    string `json:"content"`
+	ChannelID  *int64 `json:"channelID"`
+	HookName   string `json:"hookName"`
+	IsHook     bool   `json:"isHook"`
+}
+
+func toDocument(d topics.Document) documentResponse {
+	return documentResponse{DocumentID: d.ID, CustomerID: d.CustomerID, Title: d.Title, Content: d.Content,
+		ChannelID: d.ChannelID, HookName: d.HookName, IsHook: d.IsHook}
+}
+
+func (h *Handlers) listDocuments(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	q := newQuery(c)
+	pg := q.page()
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, total, err := h.svc.ListDocuments(c.Request.Context(), cid, pg)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toDocument), total, pg))
+	return nil
+}
+
+func (h *Handlers) getDocument(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.svc.Document(c.Request.Context(), cid, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, toDocument(d))
+	return nil
+}
+
+func (h *Handlers) createDocument(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	var req documentRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	d, err := h.svc.CreateDocument(c.Request.Context(), cid, req.input())
+	if err != nil {
+		return err
+	}
+	created(c, "/api/Documents", d.ID, toDocument(d))
+	return nil
+}
+
+func (h *Handlers) updateDocument(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var req documentRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	if _, err := h.svc.UpdateDocument(c.Request.Context(), cid, id, req.input()); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handlers) deleteDocument(c *gin.Context) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteDocument(c.Request.Context(), cid, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}

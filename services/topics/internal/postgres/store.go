@@ -1,0 +1,102 @@
+// Package postgres is the topics schema's store. Every query is scoped by
+// customer_id = $1; mappings are read only through a join on their live
+// (not soft-deleted) topic.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/pkg/postgres"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations are the schema's numbered migrations.
+func Migrations() fs.FS {
+	sub, _ := fs.Sub(migrations, "migrations")
+	return sub
+}
+
+// Schema is the service's own schema.
+const Schema = "topics"
+
+// Store implements topics.Store.
+type Store struct{ db *pgxpool.Pool }
+
+// New returns a store on pool (whose search_path is the topics schema).
+func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
+
+// querier is what list helpers need: the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// page runs a count and a page query with the same filter arguments; the
+// page query gets LIMIT and OFFSET as its last two parameters.
+func page[T any](ctx context.Context, q querier, what, countSQL, pageSQL string, scan func(pgx.Row) (T, error), p paging.Page, args ...any) ([]T, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
+		return nil, 0, postgres.Error(err, what)
+	}
+	if total == 0 || p.Offset() >= total {
+		return nil, total, nil
+	}
+	items, err := collect(ctx, q, what, pageSQL, scan, append(args, p.Size, p.Offset())...)
+	return items, total, err
+}
+
+func collect[T any](ctx context.Context, q querier, what, sql string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, postgres.Error(err, what)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		it, err := scan(rows)
+		if err != nil {
+			return nil, postgres.Error(err, what)
+		}
+		out = append(out, it)
+	}
+	return out, postgres.Error(rows.Err(), what)
+}
+
+// refError is the 400 for a mapping whose topic, action or document does not
+// exist for the customer.
+func refError(field, msg string) error {
+	return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
+		Fields: map[string]string{field: msg}}
+}
+
+// lockLiveTopic checks that a live topic of the customer exists and holds a
+// share lock on it until the transaction ends, so it is not deleted under a
+// mapping being written.
+func lockLiveTopic(ctx context.Context, tx pgx.Tx, customerID, topicID int64) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM topics WHERE customer_id = $1 AND topic_id = $2 AND deleted_at IS NULL FOR SHARE`,
+		customerID, topicID).Scan(&one)
+	if err == pgx.ErrNoRows {
+		return refError("topicID", "no topic with this id")
+	}
+	return err
+}
+
+// prefixCols qualifies a comma-separated column list with a table alias.
+func prefixCols(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = alias + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
