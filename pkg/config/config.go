@@ -140,3 +140,15 @@ func describe(t reflect.Type, out *[]Var) {
 			Description: f.Tag.Get("desc"), Required: f.Tag.Get("required") == "true"})
 	}
 }
+
+// Undocumented returns the variables of cfg that doc (the README) does not
+// mention as a table row "| `NAME` |", so the config table cannot drift.
+func Undocumented(doc string, cfg any) []string {
+	var missing []string
+	for _, v := range Describe(cfg) {
+		if !strings.Contains(doc, "| `"+v.Name+"` |") {
+			missing = append(missing, v.Name)
+		}
+	}
+	return missing
+}

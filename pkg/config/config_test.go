@@ -54,3 +54,16 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("nested or required vars missing: %v", names)
 	}
 }
+
+func TestUndocumented(t *testing.T) {
+	doc := "| `ADDR` | x |\n| `TOKEN` | y |"
+	missing := Undocumented(doc, testConfig{})
+	if len(missing) == 0 || missing[0] != "LOG_LEVEL" {
+		t.Fatalf("%v", missing)
+	}
+	for _, m := range missing {
+		if m == "ADDR" || m == "TOKEN" {
+			t.Fatalf("documented var reported: %v", missing)
+		}
+	}
+}

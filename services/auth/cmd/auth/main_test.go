@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"supportplatform.dev/pkg/config"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/postgres/pgtest"
 )
@@ -196,5 +198,15 @@ func TestRunRejectsBadConfigAndCommands(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"auth", "frobnicate"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("unknown command accepted")
+	}
+}
+
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	doc, err := os.ReadFile("../../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := config.Undocumented(string(doc), Config{}); len(missing) > 0 {
+		t.Fatalf("README config table lacks %v", missing)
 	}
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    config
+		wantErr string
+	}{
+		{name: "defaults", env: nil,
+			want: config{HTTPSPort: 8443, HTTPPort: 8080, DemoEmail: "demo@example.com", Database: "support", LogLevel: "info"}},
+		{name: "overrides", env: map[string]string{"GATEWAY_PORT": "9443", "GATEWAY_HTTP_PORT": "9080", "DEMO_EMAIL": "a@b.c", "DEMO_PASSWORD": "pw", "DEV_DATABASE": "other", "LOG_LEVEL": "debug"},
+			want: config{HTTPSPort: 9443, HTTPPort: 9080, DemoEmail: "a@b.c", DemoPassword: "pw", Database: "other", LogLevel: "debug"}},
+		{name: "bad port", env: map[string]string{"GATEWAY_PORT": "https"}, wantErr: "GATEWAY_PORT"},
+		{name: "port out of range", env: map[string]string{"GATEWAY_HTTP_PORT": "70000"}, wantErr: "GATEWAY_HTTP_PORT"},
+		{name: "same ports", env: map[string]string{"GATEWAY_PORT": "8080"}, wantErr: "differ"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := loadConfig(func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSplitFields(t *testing.T) {
+	got := splitFields(" apertium, apertium-eng-spa\tfoo ")
+	if strings.Join(got, "|") != "apertium|apertium-eng-spa|foo" {
+		t.Errorf("got %q", got)
+	}
+}

@@ -1,0 +1,69 @@
+// Command gencompose writes the files of the docker-compose deployment that
+// derive from the service table (deploy/stack/services.go): the Traefik
+// static and dynamic configuration under deploy/compose/traefik/ and one
+// Dockerfile per service. With -check it writes nothing and fails when a
+// committed file differs from a fresh generation.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+
+	"supportplatform.dev/deploy/stack"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "gencompose:", err)
+		os.Exit(1)
+	}
+}
+
+func run(_ context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gencompose", flag.ContinueOnError)
+	check := fs.Bool("check", false, "only compare the committed files with a fresh generation")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	root, err := stack.FindRepoRoot(".")
+	if err != nil {
+		return err
+	}
+	files, err := stack.GenerateComposeFiles(root)
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		path := filepath.Join(root, filepath.FromSlash(rel))
+		old, _ := os.ReadFile(path)
+		if bytes.Equal(old, files[rel]) {
+			continue
+		}
+		if *check {
+			stale = append(stale, rel)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, files[rel], 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", rel)
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("out of date (run `go run ./cmd/gencompose` in deploy/): %v", stale)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRunMeasuresLatencyAndThroughput(t *testing.T) {
+	const delay = 5 * time.Millisecond
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	const workers = 4
+	res, err := Run(t.Context(), Config{
+		Concurrency: workers,
+		Duration:    400 * time.Millisecond,
+		Warmup:      100 * time.Millisecond,
+		Client:      srv.Client(),
+		NewRequest: func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Requests == 0 || res.Completed <= res.Requests {
+		t.Fatalf("result %+v", res)
+	}
+	if res.P50 < delay || res.P99 < res.P50 || res.Max < res.P99 {
+		t.Errorf("percentiles inconsistent with a %s handler: %+v", delay, res)
+	}
+	// Closed loop: each worker completes at most one request per delay.
+	if limit := float64(workers) / delay.Seconds(); res.RPS > limit*1.05 {
+		t.Errorf("%.0f req/s exceeds the closed-loop bound %.0f", res.RPS, limit)
+	}
+	// Keep-alive: one connection per worker, not one per request.
+	if n := conns.Load(); n > workers {
+		t.Errorf("%d connections for %d workers: connections are not reused", n, workers)
+	}
+	if res.RPS < float64(workers)/delay.Seconds()/4 {
+		t.Errorf("%.0f req/s: far below what %d workers reach against %s", res.RPS, workers, delay)
+	}
+}
+
+func TestRunCountsUnexpectedStatusAsError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "nope", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	res, err := Run(t.Context(), Config{
+		Concurrency: 2,
+		Duration:    100 * time.Millisecond,
+		Client:      srv.Client(),
+		NewRequest: func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 0 || res.Errors == 0 || !strings.Contains(res.FirstError, "503") {
+		t.Errorf("result %+v, want only errors with status 503", res)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	for p, want := range map[int]time.Duration{50: 50, 99: 99, 100: 100, 1: 1} {
+		if got := percentile(d, p); got != want {
+			t.Errorf("p%d = %d, want %d", p, got, want)
+		}
+	}
+	if got := percentile([]time.Duration{7}, 99); got != 7 {
+		t.Errorf("single sample p99 = %d", got)
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	if _, err := Run(t.Context(), Config{}); err == nil {
+		t.Error("empty config accepted")
+	}
+}

@@ -1,0 +1,71 @@
+package stack
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"text/template"
+)
+
+// Compose describes the docker-compose deployment: container addresses
+// instead of loopback ports.
+const (
+	// ComposeServicePort is the port every service listens on inside its
+	// container (HTTP_ADDR=:8080 in deploy/env/common.env.example).
+	ComposeServicePort = 8080
+	// ComposeGatewayDir is where the generated Traefik configuration for
+	// compose is committed, relative to the repository root.
+	ComposeGatewayDir  = "deploy/compose/traefik"
+	dockerfileTemplate = "deploy/service.Dockerfile.tmpl"
+)
+
+// ComposeGatewayConfig is the gateway configuration of the compose
+// deployment: Traefik's own default certificate, the access log on stdout,
+// every routed service at http://<service>:8080.
+func ComposeGatewayConfig() GatewayConfig {
+	return GatewayConfig{
+		WebAddress:       ":8080",
+		WebSecureAddress: ":8443",
+		DynamicFile:      "/etc/traefik/dynamic.yml",
+		LogLevel:         "INFO",
+		Routes: ServiceRoutes(Services, func(s Service) string {
+			return fmt.Sprintf("http://%s:%d", s.Name, ComposeServicePort)
+		}),
+		RateLimit: DefaultRateLimit,
+	}
+}
+
+// DockerfilePath is the Dockerfile of a service, relative to the
+// repository root.
+func DockerfilePath(s Service) string { return "deploy/" + s.Name + ".Dockerfile" }
+
+// GenerateComposeFiles renders every file the compose deployment derives
+// from the service table: the Traefik static and dynamic configuration and
+// one Dockerfile per service. Keys are paths relative to repoRoot.
+func GenerateComposeFiles(repoRoot string) (map[string][]byte, error) {
+	static, dynamic, err := RenderGatewayConfig(filepath.Join(repoRoot, "gateway"), ComposeGatewayConfig())
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{
+		ComposeGatewayDir + "/traefik.yml": static,
+		ComposeGatewayDir + "/dynamic.yml": dynamic,
+	}
+	tmpl, err := template.ParseFiles(filepath.Join(repoRoot, filepath.FromSlash(dockerfileTemplate)))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range Services {
+		var b bytes.Buffer
+		data := struct {
+			Service
+			ModuleDir, CmdPackage string
+			Port                  int
+		}{s, s.ModuleDir(), s.CmdPackage(), ComposeServicePort}
+		if err := tmpl.Execute(&b, data); err != nil {
+			return nil, fmt.Errorf("%s: %w", DockerfilePath(s), err)
+		}
+		files[DockerfilePath(s)] = b.Bytes()
+	}
+	return files, nil
+}

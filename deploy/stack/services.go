@@ -1,0 +1,129 @@
+package stack
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Service describes one binary of the platform. This table is the single
+// place that says which binaries exist and which public path prefixes each one
+// owns: the Traefik dynamic configuration (local and compose), the build and
+// the process supervisor are all derived from it, so adding a service is one
+// entry here.
+type Service struct {
+	// Name is the binary name, the router/service name in Traefik and the
+	// host name in docker-compose.yml.
+	Name string
+	// Module is the directory of the Go module, relative to the repository
+	// root. Empty means services/<Name>.
+	Module string
+	// Cmd is the package path of the binary inside Module. Empty means
+	// ./cmd/<Name>.
+	Cmd string
+	// Prefixes are the public path prefixes the gateway routes to this
+	// service, matched case-insensitively on whole segments. A service
+	// without prefixes (a worker) is built and supervised but not routed.
+	Prefixes []string
+	// Bootstrap marks the service whose binary seeds the demo customer with
+	// its `bootstrap` subcommand (auth).
+	Bootstrap bool
+	// DebPackages are the Debian packages the binary needs at run time:
+	// installed by `make test`/`make run` when missing, and in its image.
+	DebPackages []string
+}
+
+// Services is the table of every binary, in start order: auth first because
+// the others fetch its JWKS.
+var Services = []Service{
+	{
+		Name:      "auth",
+		Prefixes:  []string{"/api/Auth", "/api/Customers", "/api/Accounts", "/.well-known/jwks.json"},
+		Bootstrap: true,
+	},
+	{
+		Name:     "topics",
+		Prefixes: []string{"/api/Topics", "/api/TopicActions", "/api/TopicDocuments", "/api/PageTopicMappings", "/api/Actions", "/api/Documents"},
+	},
+	{
+		Name:     "translation",
+		Prefixes: []string{"/api/Translations"},
+		// The offline machine-translation engine and its language pairs.
+		DebPackages: []string{"apertium", "apertium-eng-spa", "apertium-eng-cat", "apertium-fr-es", "apertium-es-pt"},
+	},
+}
+
+// ModuleDir is the module directory relative to the repository root.
+func (s Service) ModuleDir() string {
+	if s.Module != "" {
+		return s.Module
+	}
+	return path.Join("services", s.Name)
+}
+
+// CmdPackage is the package of the binary relative to its module.
+func (s Service) CmdPackage() string {
+	if s.Cmd != "" {
+		return s.Cmd
+	}
+	return "./cmd/" + s.Name
+}
+
+// Routed reports whether the gateway routes requests to the service.
+func (s Service) Routed() bool { return len(s.Prefixes) > 0 }
+
+// Rule is the Traefik router rule of the service: one case-insensitive
+// PathRegexp per prefix, each matching the prefix as whole path segments so
+// that /api/Customers does not also catch /api/CustomersExport.
+func (s Service) Rule() string {
+	parts := make([]string, 0, len(s.Prefixes))
+	for _, p := range s.Prefixes {
+		parts = append(parts, fmt.Sprintf("PathRegexp(`%s`)", PrefixRegexp(p)))
+	}
+	return strings.Join(parts, " || ")
+}
+
+// PrefixRegexp is the case-insensitive regular expression matching a path
+// that equals prefix or continues it with a new segment.
+func PrefixRegexp(prefix string) string {
+	return "(?i)^" + regexp.QuoteMeta(strings.TrimSuffix(prefix, "/")) + "(/|$)"
+}
+
+// DebPackages is the union of the Debian packages the services need.
+func DebPackages() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range Services {
+		for _, p := range s.DebPackages {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// LookupService returns the table entry named name.
+func LookupService(name string) (Service, bool) {
+	for _, s := range Services {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// ServiceForPath returns the routed service that owns the request path p,
+// using the same regular expressions as the gateway.
+func ServiceForPath(p string) (Service, bool) {
+	for _, s := range Services {
+		for _, prefix := range s.Prefixes {
+			if regexp.MustCompile(PrefixRegexp(prefix)).MatchString(p) {
+				return s, true
+			}
+		}
+	}
+	return Service{}, false
+}

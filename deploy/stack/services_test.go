@@ -1,0 +1,88 @@
+package stack
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestPrefixRegexp(t *testing.T) {
+	tests := []struct {
+		prefix string
+		path   string
+		want   bool
+	}{
+		{"/api/Auth", "/api/Auth/login", true},
+		{"/api/Auth", "/API/AUTH/LOGIN", true},
+		{"/api/Auth", "/api/auth", true},
+		{"/api/Auth", "/api/auth/", true},
+		{"/api/Auth", "/api/Authx", false},
+		{"/api/Auth", "/v2/api/Auth", false},
+		{"/api/Customers", "/api/customers/me", true},
+		{"/api/Customers", "/api/CustomersExport", false},
+		{"/.well-known/jwks.json", "/.well-known/jwks.json", true},
+		{"/.well-known/jwks.json", "/.WELL-KNOWN/JWKS.JSON", true},
+		// The dot is literal, not "any character".
+		{"/.well-known/jwks.json", "/.well-known/jwksXjson", false},
+		{"/api/Topics", "/api/TopicActions", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.prefix+" "+tc.path, func(t *testing.T) {
+			re := regexp.MustCompile(PrefixRegexp(tc.prefix))
+			if got := re.MatchString(tc.path); got != tc.want {
+				t.Errorf("%s matches %s = %v, want %v", re, tc.path, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestServiceForPath(t *testing.T) {
+	tests := []struct {
+		path string
+		want string
+	}{
+		{"/api/Auth/login", "auth"},
+		{"/api/customers/ME", "auth"},
+		{"/.well-known/jwks.json", "auth"},
+		{"/api/topicactions/7", "topics"},
+		{"/api/Topics", "topics"},
+		{"/API/TRANSLATIONS/translate", "translation"},
+		{"/api/Nothing", ""},
+		{"/", ""},
+	}
+	for _, tc := range tests {
+		svc, ok := ServiceForPath(tc.path)
+		if got := svc.Name; got != tc.want || ok != (tc.want != "") {
+			t.Errorf("ServiceForPath(%q) = %q, %v; want %q", tc.path, got, ok, tc.want)
+		}
+	}
+}
+
+// The table must be unambiguous: one owner per prefix (compared the way the
+// gateway compares them), distinct names, and a rule Traefik can parse.
+func TestServiceTableConsistent(t *testing.T) {
+	names := map[string]bool{}
+	owner := map[string]string{}
+	for _, s := range Services {
+		if names[s.Name] {
+			t.Errorf("duplicate service %s", s.Name)
+		}
+		names[s.Name] = true
+		for _, p := range s.Prefixes {
+			if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+				t.Errorf("%s: prefix %q must start and not end with /", s.Name, p)
+			}
+			key := strings.ToLower(p)
+			if o, ok := owner[key]; ok {
+				t.Errorf("prefix %s owned by %s and %s", p, o, s.Name)
+			}
+			owner[key] = s.Name
+		}
+		if s.Routed() && strings.Count(s.Rule(), "PathRegexp(") != len(s.Prefixes) {
+			t.Errorf("%s: rule %s", s.Name, s.Rule())
+		}
+	}
+	if !Services[0].Bootstrap || Services[0].Name != "auth" {
+		t.Errorf("auth must come first: the other services fetch its JWKS")
+	}
+}

@@ -1,0 +1,432 @@
+package stack
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Account is a customer with its admin account, seeded with the auth
+// binary's bootstrap subcommand.
+type Account struct {
+	Customer string
+	Email    string
+	Password string
+	Name     string
+}
+
+// Options configures Start. RepoRoot is required; everything else has a
+// default suited to tests.
+type Options struct {
+	RepoRoot string
+	BinDir   string // service binaries and traefik; default RepoRoot/bin
+	// DataDir holds TLS material, the auth signing key, logs and the
+	// gateway's files. Default: a temporary directory that Stop removes.
+	DataDir string
+	// Database is the name of an existing database. Default: a fresh one
+	// (CreateDatabase) that Stop drops.
+	Database string
+	// Services to start, in table order whatever the order given. Default:
+	// every table service whose binary is in BinDir.
+	Services []string
+	// Env adds KEY=VALUE entries to a service's environment, after (and so
+	// overriding) the stack's own; the key "*" applies to every service.
+	Env          map[string][]string
+	HTTPSPort    int            // 0: a free port
+	HTTPPort     int            // 0: a free port
+	ServicePorts map[string]int // 0 or missing: a free port
+	RateLimit    RateLimit      // zero: DefaultRateLimit
+	// ExtraRoutes are added to the gateway next to the services' routes
+	// (the benchmark's static baseline handler).
+	ExtraRoutes []Route
+	// Demo, when set, is created or updated with `auth bootstrap` once auth
+	// is ready.
+	Demo *Account
+	// Log receives every process's output, line by line with a "[name] "
+	// prefix. nil: the output only goes to the log files (LogFile), written
+	// by the children directly, which keeps the supervisor off the request
+	// path (the benchmark).
+	Log         io.Writer
+	LogLevel    string // services' LOG_LEVEL; default "info"
+	RedisPrefix string // default: unique per Start
+	NATSPrefix  string // default: unique per Start
+	JWTIssuer   string // default DefaultJWTIssuer
+	JWTAudience string // default DefaultJWTAudience
+	Infra       *Infra // default LocalInfra
+	// Now is used for TLS certificate validity; default time.Now.
+	Now func() time.Time
+}
+
+// Defaults of the token claims the services agree on.
+const (
+	DefaultJWTIssuer   = "https://supportplatform.dev/auth"
+	DefaultJWTAudience = "supportplatform-api"
+)
+
+// Stack is the running platform: every service and the gateway in front.
+type Stack struct {
+	HTTPSURL    string            // gateway TLS entrypoint, https://127.0.0.1:port
+	HTTPURL     string            // gateway plain-HTTP entrypoint (refuses everything)
+	ServiceURLs map[string]string // each service's own plain-HTTP URL
+	Gateway     *Gateway
+	TLS         *DevTLS
+	Database    string
+	DatabaseURL string
+	RedisPrefix string
+	NATSPrefix  string
+	DataDir     string
+	Demo        *Account
+	Services    []string // started services, in start order
+
+	env         map[string][]string
+	bins        map[string]string
+	procs       []*process
+	log         io.Writer
+	infra       Infra
+	ownsDB      bool
+	ownsDataDir bool
+	stopOnce    sync.Once
+	stopErr     error
+}
+
+// Start starts the requested services against the local infrastructure,
+// seeds the demo account, starts Traefik in front of them and returns once
+// every /readyz answers 200 and every gateway router is enabled. On error,
+// whatever was started is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	if opts.RepoRoot == "" {
+		return nil, errors.New("stack: Options.RepoRoot is required")
+	}
+	if opts.BinDir == "" {
+		opts.BinDir = filepath.Join(opts.RepoRoot, "bin")
+	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = "info"
+	}
+	if opts.JWTIssuer == "" {
+		opts.JWTIssuer = DefaultJWTIssuer
+	}
+	if opts.JWTAudience == "" {
+		opts.JWTAudience = DefaultJWTAudience
+	}
+	if opts.RateLimit == (RateLimit{}) {
+		opts.RateLimit = DefaultRateLimit
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	unique := randomHex(5)
+	if opts.RedisPrefix == "" {
+		opts.RedisPrefix = "t" + unique
+	}
+	if opts.NATSPrefix == "" {
+		opts.NATSPrefix = "t" + unique
+	}
+	infra := LocalInfra(nil)
+	if opts.Infra != nil {
+		infra = *opts.Infra
+	}
+
+	s := &Stack{
+		ServiceURLs: map[string]string{},
+		RedisPrefix: opts.RedisPrefix,
+		NATSPrefix:  opts.NATSPrefix,
+		DataDir:     opts.DataDir,
+		Demo:        opts.Demo,
+		env:         map[string][]string{},
+		bins:        map[string]string{},
+		infra:       infra,
+	}
+	if opts.Log != nil {
+		s.log = SyncWriter(opts.Log)
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Stop()
+		}
+	}()
+
+	if s.DataDir == "" {
+		if s.DataDir, err = os.MkdirTemp("", "sp-stack-"); err != nil {
+			return nil, err
+		}
+		s.ownsDataDir = true
+	}
+	for _, d := range []string{"logs", "auth"} {
+		if err := os.MkdirAll(filepath.Join(s.DataDir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if s.TLS, err = EnsureDevTLS(filepath.Join(s.DataDir, "tls"), opts.Now()); err != nil {
+		return nil, fmt.Errorf("dev TLS: %w", err)
+	}
+
+	s.Database = opts.Database
+	if s.Database == "" {
+		if s.Database, err = infra.CreateDatabase(ctx); err != nil {
+			return nil, err
+		}
+		s.ownsDB = true
+	}
+	s.DatabaseURL = infra.DatabaseURL(s.Database)
+
+	services, err := selectServices(opts)
+	if err != nil {
+		return nil, err
+	}
+	// Every table service gets a port, started or not, so that the URLs
+	// services give each other (AUTH_JWKS_URL) are known up front.
+	want := make([]int, len(Services))
+	for i, svc := range Services {
+		want[i] = opts.ServicePorts[svc.Name]
+	}
+	ports, err := freePorts(want...)
+	if err != nil {
+		return nil, err
+	}
+	portOf := map[string]int{}
+	for i, svc := range Services {
+		portOf[svc.Name] = ports[i]
+	}
+
+	for _, svc := range services {
+		s.bins[svc.Name] = filepath.Join(opts.BinDir, svc.Name)
+		s.ServiceURLs[svc.Name] = "http://127.0.0.1:" + strconv.Itoa(portOf[svc.Name])
+		s.env[svc.Name] = s.serviceEnv(svc, opts, portOf)
+	}
+
+	// auth first: the others fetch its JWKS, and the demo account needs it.
+	first, rest := services, []Service(nil)
+	if len(services) > 0 && services[0].Bootstrap {
+		first, rest = services[:1], services[1:]
+	}
+	if err := s.startServices(ctx, first); err != nil {
+		return nil, err
+	}
+	if opts.Demo != nil {
+		if err := s.bootstrap(ctx, *opts.Demo); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.startServices(ctx, rest); err != nil {
+		return nil, err
+	}
+
+	routes := ServiceRoutes(services, func(svc Service) string { return s.ServiceURLs[svc.Name] })
+	routes = append(routes, opts.ExtraRoutes...)
+	gw, err := StartGateway(ctx, GatewayOptions{
+		RepoRoot:   opts.RepoRoot,
+		TraefikBin: filepath.Join(opts.BinDir, "traefik"),
+		Dir:        filepath.Join(s.DataDir, "gateway"),
+		HTTPSPort:  opts.HTTPSPort,
+		HTTPPort:   opts.HTTPPort,
+		Routes:     routes,
+		RateLimit:  opts.RateLimit,
+		TLS:        s.TLS,
+		Log:        s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Gateway = gw
+	s.HTTPSURL = gw.HTTPSURL
+	s.HTTPURL = gw.HTTPURL
+	return s, nil
+}
+
+func selectServices(opts Options) ([]Service, error) {
+	var out []Service
+	for _, svc := range Services {
+		bin := filepath.Join(opts.BinDir, svc.Name)
+		switch {
+		case opts.Services == nil:
+			if fileExists(bin) {
+				out = append(out, svc)
+			}
+		case slices.Contains(opts.Services, svc.Name):
+			if !fileExists(bin) {
+				return nil, fmt.Errorf("service %s requested but %s is missing (run stack.Build)", svc.Name, bin)
+			}
+			out = append(out, svc)
+		}
+	}
+	for _, name := range opts.Services {
+		if _, ok := LookupService(name); !ok {
+			return nil, fmt.Errorf("unknown service %q (not in stack.Services)", name)
+		}
+	}
+	return out, nil
+}
+
+func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) []string {
+	env := append(baseEnv(),
+		"HTTP_ADDR=127.0.0.1:"+strconv.Itoa(portOf[svc.Name]),
+		"LOG_LEVEL="+opts.LogLevel,
+		"DATABASE_URL="+s.DatabaseURL,
+		"REDIS_URL="+s.infra.RedisURL(),
+		"REDIS_PREFIX="+s.RedisPrefix,
+		"NATS_URL="+s.infra.NATSURL(),
+		"NATS_PREFIX="+s.NATSPrefix,
+		"AUTH_JWKS_URL=http://127.0.0.1:"+strconv.Itoa(portOf["auth"])+"/api/Auth/jwks",
+		"JWT_ISSUER="+opts.JWTIssuer,
+		"JWT_AUDIENCE="+opts.JWTAudience,
+	)
+	if svc.Name == "auth" {
+		env = append(env,
+			"AUTH_SIGNING_KEY_FILE="+filepath.Join(s.DataDir, "auth", "signing-key.pem"),
+			"AUTH_DEV_KEYGEN=true",
+		)
+	}
+	env = append(env, opts.Env["*"]...)
+	return append(env, opts.Env[svc.Name]...)
+}
+
+// startServices starts svcs together and waits until all are ready.
+func (s *Stack) startServices(ctx context.Context, svcs []Service) error {
+	var started []*process
+	for _, svc := range svcs {
+		p, err := startProcess(processSpec{
+			name:    svc.Name,
+			bin:     s.bins[svc.Name],
+			dir:     s.DataDir,
+			env:     s.env[svc.Name],
+			log:     s.log,
+			logFile: s.LogFile(svc.Name),
+		})
+		if err != nil {
+			return err
+		}
+		s.procs = append(s.procs, p)
+		s.Services = append(s.Services, svc.Name)
+		started = append(started, p)
+	}
+	errs := make([]error, len(started))
+	var wg sync.WaitGroup
+	for i, p := range started {
+		url := s.ServiceURLs[svcs[i].Name] + "/readyz"
+		wg.Go(func() {
+			errs[i] = p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return checkStatus(ctx, url, http.StatusOK) })
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *Stack) bootstrap(ctx context.Context, a Account) error {
+	if _, ok := s.bins["auth"]; !ok {
+		return errors.New("demo account requested but auth is not started")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := s.Command(ctx, "auth", "bootstrap",
+		"-customer", a.Customer, "-email", a.Email, "-password", a.Password, "-name", a.Name).CombinedOutput()
+	if s.log != nil {
+		w := &lineWriter{prefix: "[auth bootstrap] ", log: s.log, file: io.Discard}
+		_, _ = w.Write(out)
+		w.flush()
+	}
+	if err != nil {
+		return fmt.Errorf("auth bootstrap: %w: %s", err, out)
+	}
+	return nil
+}
+
+// Command prepares the binary of a started service with the environment
+// the stack gave it, for its subcommands (e.g. auth bootstrap).
+func (s *Stack) Command(ctx context.Context, service string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, s.bins[service], args...)
+	cmd.Env = slices.Clone(s.env[service])
+	cmd.Dir = s.DataDir
+	return cmd
+}
+
+// PIDs returns the process id of each running service and of the gateway
+// ("traefik").
+func (s *Stack) PIDs() map[string]int {
+	pids := map[string]int{}
+	for _, p := range s.procs {
+		pids[p.spec.name] = p.cmd.Process.Pid
+	}
+	if s.Gateway != nil && s.Gateway.proc != nil {
+		pids["traefik"] = s.Gateway.proc.cmd.Process.Pid
+	}
+	return pids
+}
+
+// ServiceEnv is the environment a started service was given.
+func (s *Stack) ServiceEnv(service string) []string { return slices.Clone(s.env[service]) }
+
+// LogFile is the file holding the raw output of a service ("auth") or of
+// the gateway ("traefik"; its JSON access log is Gateway.AccessLogFile).
+func (s *Stack) LogFile(name string) string {
+	if name == "traefik" && s.Gateway != nil {
+		return s.Gateway.LogFile
+	}
+	return filepath.Join(s.DataDir, "logs", name+".log")
+}
+
+// HTTPClient returns a client for the gateway that trusts only the dev CA.
+func (s *Stack) HTTPClient() *http.Client { return s.TLS.Client() }
+
+// Client returns an HTTP client that trusts only the dev CA, keeping
+// connections alive.
+func (d *DevTLS) Client() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: d.CAPool, MinVersion: tls.VersionTLS12}
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// Stop stops the gateway, then the services in reverse start order, each
+// with SIGTERM and a wait; then drops the database and removes the data
+// directory when Start made them. It is safe to call more than once.
+func (s *Stack) Stop() error {
+	s.stopOnce.Do(func() {
+		var errs []error
+		if s.Gateway != nil {
+			errs = append(errs, s.Gateway.Stop())
+		}
+		for i := len(s.procs) - 1; i >= 0; i-- {
+			errs = append(errs, s.procs[i].stop(15*time.Second))
+		}
+		if s.ownsDB && s.Database != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			errs = append(errs, s.infra.DropDatabase(ctx, s.Database))
+			cancel()
+		}
+		if s.ownsDataDir && s.DataDir != "" {
+			errs = append(errs, os.RemoveAll(s.DataDir))
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}
+
+func checkStatus(ctx context.Context, url string, want int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}

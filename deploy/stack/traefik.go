@@ -1,0 +1,289 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"text/template"
+	"time"
+)
+
+// Route is one gateway router: requests matching Rule on the TLS entrypoint
+// go, through the rate limit, to URL.
+type Route struct {
+	Name string
+	Rule string
+	URL  string
+}
+
+// RateLimit is the per-client-IP token bucket of the API routers: Average
+// requests per Period on average, bursts of up to Burst.
+type RateLimit struct {
+	Average int64
+	Period  time.Duration
+	Burst   int64
+}
+
+// DefaultRateLimit is what `make run` and the compose gateway use.
+var DefaultRateLimit = RateLimit{Average: 50, Period: time.Second, Burst: 100}
+
+// PeriodString is the period as Traefik reads it.
+func (r RateLimit) PeriodString() string {
+	if r.Period <= 0 {
+		return "1s"
+	}
+	return r.Period.String()
+}
+
+// GatewayConfig is the data the Traefik templates in gateway/ are rendered
+// with.
+type GatewayConfig struct {
+	WebAddress       string // plain HTTP entrypoint, e.g. "127.0.0.1:8080"
+	WebSecureAddress string // TLS entrypoint, e.g. "127.0.0.1:8443"
+	// APIAddress, when set, adds a loopback entrypoint with ping and the
+	// read-only API (not in compose).
+	APIAddress    string
+	DynamicFile   string // path of the rendered dynamic configuration
+	AccessLogFile string // empty: access log on stdout
+	LogLevel      string
+	Routes        []Route
+	RateLimit     RateLimit
+	// TLS is the certificate Traefik serves; nil leaves Traefik's own
+	// self-signed default.
+	TLS *DevTLS
+}
+
+const (
+	staticTemplate  = "traefik.static.yml.tmpl"
+	dynamicTemplate = "traefik.dynamic.yml.tmpl"
+	// PluginDir is the local plugin source inside gateway/, laid out as
+	// Traefik expects it below its working directory.
+	PluginDir = "plugins-local"
+)
+
+// ServiceRoutes turns the routed services of the table into gateway routes,
+// with urlFor giving each service's upstream URL.
+func ServiceRoutes(services []Service, urlFor func(Service) string) []Route {
+	var routes []Route
+	for _, s := range services {
+		if !s.Routed() {
+			continue
+		}
+		routes = append(routes, Route{Name: s.Name, Rule: s.Rule(), URL: urlFor(s)})
+	}
+	return routes
+}
+
+// RenderGatewayConfig renders the static and dynamic Traefik configuration
+// from the templates in gatewayDir.
+func RenderGatewayConfig(gatewayDir string, cfg GatewayConfig) (static, dynamic []byte, err error) {
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "INFO"
+	}
+	if cfg.RateLimit.Average <= 0 || cfg.RateLimit.Burst <= 0 {
+		return nil, nil, fmt.Errorf("rate limit needs a positive average and burst: %+v", cfg.RateLimit)
+	}
+	seen := map[string]bool{"https-required": true}
+	for _, r := range cfg.Routes {
+		if r.Name == "" || r.Rule == "" || r.URL == "" || seen[r.Name] {
+			return nil, nil, fmt.Errorf("invalid or duplicate route %+v", r)
+		}
+		seen[r.Name] = true
+	}
+	funcs := template.FuncMap{"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	}}
+	tmpl, err := template.New("gateway").Funcs(funcs).Option("missingkey=error").
+		ParseFiles(filepath.Join(gatewayDir, staticTemplate), filepath.Join(gatewayDir, dynamicTemplate))
+	if err != nil {
+		return nil, nil, err
+	}
+	var s, d bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&s, staticTemplate, cfg); err != nil {
+		return nil, nil, err
+	}
+	if err := tmpl.ExecuteTemplate(&d, dynamicTemplate, cfg); err != nil {
+		return nil, nil, err
+	}
+	return s.Bytes(), d.Bytes(), nil
+}
+
+// GatewayOptions configures one Traefik process.
+type GatewayOptions struct {
+	RepoRoot   string
+	TraefikBin string // default RepoRoot/bin/traefik
+	// Dir receives the rendered configuration, the plugin copy (Traefik's
+	// working directory), traefik.log and access.log.
+	Dir       string
+	HTTPSPort int // 0: a free port
+	HTTPPort  int // 0: a free port
+	Routes    []Route
+	RateLimit RateLimit
+	TLS       *DevTLS
+	LogLevel  string
+	Log       io.Writer // prefixed "[traefik] " lines; nil: discarded
+	LogName   string    // prefix, default "traefik"
+}
+
+// Gateway is a running Traefik.
+type Gateway struct {
+	HTTPSURL      string // https://127.0.0.1:port
+	HTTPURL       string // http://127.0.0.1:port (refuses everything)
+	APIURL        string // http://127.0.0.1:port of the loopback API/ping entrypoint
+	HTTPSPort     int
+	HTTPPort      int
+	Dir           string
+	AccessLogFile string
+	LogFile       string
+	proc          *process
+}
+
+// StartGateway renders the configuration from the gateway/ templates and
+// starts Traefik, returning once every router and middleware is loaded and
+// enabled.
+func StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
+	if opts.TraefikBin == "" {
+		opts.TraefikBin = filepath.Join(opts.RepoRoot, "bin", "traefik")
+	}
+	if opts.LogName == "" {
+		opts.LogName = "traefik"
+	}
+	if opts.RateLimit == (RateLimit{}) {
+		opts.RateLimit = DefaultRateLimit
+	}
+	ports, err := freePorts(opts.HTTPSPort, opts.HTTPPort, 0)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{
+		HTTPSPort:     ports[0],
+		HTTPPort:      ports[1],
+		HTTPSURL:      "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+		HTTPURL:       "http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		APIURL:        "http://127.0.0.1:" + strconv.Itoa(ports[2]),
+		Dir:           opts.Dir,
+		AccessLogFile: filepath.Join(opts.Dir, "access.log"),
+		LogFile:       filepath.Join(opts.Dir, "traefik.log"),
+	}
+	gatewayDir := filepath.Join(opts.RepoRoot, "gateway")
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Traefik finds local plugins under ./plugins-local of its working
+	// directory: run it in Dir with a fresh copy of the plugin source.
+	pluginCopy := filepath.Join(opts.Dir, PluginDir)
+	if err := os.RemoveAll(pluginCopy); err != nil {
+		return nil, err
+	}
+	if err := os.CopyFS(pluginCopy, os.DirFS(filepath.Join(gatewayDir, PluginDir))); err != nil {
+		return nil, fmt.Errorf("copy gateway plugins: %w", err)
+	}
+	cfg := GatewayConfig{
+		WebAddress:       "127.0.0.1:" + strconv.Itoa(g.HTTPPort),
+		WebSecureAddress: "127.0.0.1:" + strconv.Itoa(g.HTTPSPort),
+		APIAddress:       "127.0.0.1:" + strconv.Itoa(ports[2]),
+		DynamicFile:      filepath.Join(opts.Dir, "dynamic.yml"),
+		AccessLogFile:    g.AccessLogFile,
+		LogLevel:         opts.LogLevel,
+		Routes:           opts.Routes,
+		RateLimit:        opts.RateLimit,
+		TLS:              opts.TLS,
+	}
+	static, dynamic, err := RenderGatewayConfig(gatewayDir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	staticFile := filepath.Join(opts.Dir, "traefik.yml")
+	if err := os.WriteFile(staticFile, static, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(cfg.DynamicFile, dynamic, 0o644); err != nil {
+		return nil, err
+	}
+	g.proc, err = startProcess(processSpec{
+		name:    opts.LogName,
+		bin:     opts.TraefikBin,
+		args:    []string{"--configFile=" + staticFile},
+		dir:     opts.Dir,
+		env:     baseEnv(),
+		log:     opts.Log,
+		logFile: g.LogFile,
+	})
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"https-required@file"}
+	for _, r := range opts.Routes {
+		names = append(names, r.Name+"@file")
+	}
+	if err := g.proc.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
+		return checkTraefikRouters(ctx, g.APIURL, names)
+	}); err != nil {
+		_ = g.Stop()
+		return nil, fmt.Errorf("traefik not ready: %w", err)
+	}
+	return g, nil
+}
+
+// Stop terminates Traefik and waits for it.
+func (g *Gateway) Stop() error {
+	if g == nil || g.proc == nil {
+		return nil
+	}
+	return g.proc.stop(10 * time.Second)
+}
+
+type traefikRouter struct {
+	Name        string   `json:"name"`
+	Status      string   `json:"status"`
+	Error       []string `json:"error"`
+	Middlewares []string `json:"middlewares"`
+}
+
+// checkTraefikRouters asks Traefik's API whether each named router is
+// loaded and enabled. A plugin that fails to load disables the router using
+// it, so this also proves that Yaegi accepted the local plugin.
+func checkTraefikRouters(ctx context.Context, apiURL string, names []string) error {
+	var routers []traefikRouter
+	if err := getJSON(ctx, apiURL+"/api/http/routers", &routers); err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		i := slices.IndexFunc(routers, func(r traefikRouter) bool { return r.Name == name })
+		switch {
+		case i < 0:
+			errs = append(errs, fmt.Errorf("router %s not loaded", name))
+		case routers[i].Status != "enabled":
+			errs = append(errs, fmt.Errorf("router %s is %s: %v", name, routers[i].Status, routers[i].Error))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

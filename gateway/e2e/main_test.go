@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/contract"
+)
+
+// Set up once by TestMain for every test of the package.
+var (
+	repoRoot string
+	binDir   string // the binaries built for this run, traefik included
+	stk      *stack.Stack
+	api      *contract.Contract // gateway/openapi.yaml
+	// demo is the admin account seeded with `auth bootstrap`.
+	demo *stack.Account
+)
+
+// TestMain builds every service that exists and Traefik, starts the whole
+// stack once against a fresh database with unique Redis and NATS prefixes,
+// runs the tests and stops it all (dropping the database).
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "e2e setup: "+format+"\n", args...)
+		return 1
+	}
+
+	var err error
+	if repoRoot, err = stack.FindRepoRoot("."); err != nil {
+		return fail("%v", err)
+	}
+	if api, err = contract.Load(filepath.Join(repoRoot, "gateway", "openapi.yaml")); err != nil {
+		return fail("%v", err)
+	}
+	if err := stack.EnsureInfra(ctx); err != nil {
+		return fail("infrastructure: %v", err)
+	}
+
+	binDir, err = os.MkdirTemp("", "sp-e2e-bin-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(binDir)
+	var buildLog bytes.Buffer
+	built, err := stack.Build(ctx, repoRoot, binDir, &buildLog)
+	if err != nil {
+		return fail("build: %v\n%s", err, buildLog.String())
+	}
+	if !contains(built, "auth") {
+		return fail("services/auth/cmd/auth does not exist; the end-to-end tests need it (built: %v)", built)
+	}
+
+	demo = &stack.Account{
+		Customer: "E2E Company",
+		Email:    "e2e-admin@example.com",
+		Password: "pw-" + randomHex(12),
+		Name:     "E2E Admin",
+	}
+	var stackLog bytes.Buffer
+	stk, err = stack.Start(ctx, stack.Options{
+		RepoRoot: repoRoot,
+		BinDir:   binDir,
+		Services: built,
+		Demo:     demo,
+		// High enough that no test is throttled by accident; the limit
+		// itself is tested on a second gateway (TestGatewayRateLimit).
+		RateLimit: stack.RateLimit{Average: 10000, Period: time.Second, Burst: 10000},
+		Log:       stack.SyncWriter(&stackLog),
+		LogLevel:  "debug",
+	})
+	if err != nil {
+		fmt.Fprint(os.Stderr, stackLog.String())
+		return fail("start stack: %v", err)
+	}
+
+	code := m.Run()
+
+	if code != 0 {
+		// Keep the evidence: the output of every process.
+		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", tail(stackLog.String(), 200))
+	}
+	if err := stk.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stack did not stop cleanly: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// client returns a contract-checking HTTPS client for the test.
+func client(t testing.TB) *Client {
+	return NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func tail(s string, lines int) string {
+	n := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			n++
+			if n > lines {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
+}

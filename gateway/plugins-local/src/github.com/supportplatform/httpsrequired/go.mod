@@ -1,0 +1,3 @@
+module github.com/supportplatform/httpsrequired
+
+go 1.22
