@@ -12,7 +12,7 @@ type Common struct {
 	NATSURL        string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
 	NATSPrefix     string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
 	JWKSURL        string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys"`
-	JWTIssuer      string        `env:"JWT_ISSUER" default:"supportplatform-auth" desc:"iss claim of access tokens"`
+	JWTIssuer      string        `env:"JWT_ISSUER" default:"https://supportplatform.dev/auth" desc:"iss claim of access tokens"`
 	JWTAudience    string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`
 	TrustedProxies []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
 	MaxBodyBytes   int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
