@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"supportplatform.dev/gateway/contract"
+	"supportplatform.dev/pkg/apicontract"
 )
 
 // Client calls the gateway over HTTPS on behalf of one test and validates
@@ -22,12 +22,12 @@ type Client struct {
 	t        testing.TB
 	BaseURL  string
 	HTTP     *http.Client
-	Contract *contract.Contract
+	Contract *apicontract.Contract
 }
 
 // NewClient returns a client for baseURL (the gateway's HTTPS URL) using
 // httpClient (which must trust the dev CA).
-func NewClient(t testing.TB, baseURL string, httpClient *http.Client, contract *contract.Contract) *Client {
+func NewClient(t testing.TB, baseURL string, httpClient *http.Client, contract *apicontract.Contract) *Client {
 	return &Client{t: t, BaseURL: baseURL, HTTP: httpClient, Contract: contract}
 }
 

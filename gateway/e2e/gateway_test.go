@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/contract"
+	"supportplatform.dev/pkg/apicontract"
 )
 
 // Plain HTTP must be refused on every path and method with a 403 problem,
@@ -95,7 +95,7 @@ func TestPlainHTTPRefusedAndNeverProxied(t *testing.T) {
 				t.Errorf("Location %q: plain HTTP must not be redirected", loc)
 			}
 			if tc.method == http.MethodHead {
-				if ct := resp.Header.Get("Content-Type"); ct != contract.ProblemContentType {
+				if ct := resp.Header.Get("Content-Type"); ct != apicontract.ProblemContentType {
 					t.Errorf("HEAD Content-Type %q", ct)
 				}
 				return

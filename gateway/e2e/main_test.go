@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/contract"
+	"supportplatform.dev/pkg/apicontract"
 )
 
 // Set up once by TestMain for every test of the package.
@@ -20,7 +20,7 @@ var (
 	repoRoot string
 	binDir   string // the binaries built for this run, traefik included
 	stk      *stack.Stack
-	api      *contract.Contract // gateway/openapi.yaml
+	api      *apicontract.Contract // gateway/openapi.yaml
 	// demo is the admin account seeded with `auth bootstrap`.
 	demo *stack.Account
 )
@@ -44,7 +44,7 @@ func run(m *testing.M) int {
 	if repoRoot, err = stack.FindRepoRoot("."); err != nil {
 		return fail("%v", err)
 	}
-	if api, err = contract.Load(filepath.Join(repoRoot, "gateway", "openapi.yaml")); err != nil {
+	if api, err = apicontract.Load(filepath.Join(repoRoot, "gateway", "openapi.yaml")); err != nil {
 		return fail("%v", err)
 	}
 	if err := stack.EnsureInfra(ctx); err != nil {

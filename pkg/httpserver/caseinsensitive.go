@@ -56,3 +56,24 @@ func canonicalPath(p string, canon map[string]string) string {
 	}
 	return strings.Join(segs, "/")
 }
+
+// RouteKeys lists the engine's routes as "METHOD /path/{param}" (OpenAPI
+// style), leaving out the health and metrics endpoints, so tests can check
+// that the served API and the documented one are the same.
+func RouteKeys(e *gin.Engine) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range e.Routes() {
+		switch r.Path {
+		case "/healthz", "/readyz", "/metrics":
+			continue
+		}
+		segs := strings.Split(r.Path, "/")
+		for i, s := range segs {
+			if strings.HasPrefix(s, ":") {
+				segs[i] = "{" + s[1:] + "}"
+			}
+		}
+		out[r.Method+" "+strings.Join(segs, "/")] = true
+	}
+	return out
+}

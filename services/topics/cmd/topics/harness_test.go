@@ -249,7 +249,7 @@ func (c client) do(method, path string, body any) response {
 		c.t.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
 	}
 	if !c.offContract {
-		if err := loadContract(c.t).validate(req, resp.StatusCode, resp.Header, data); err != nil {
+		if err := loadContract(c.t).ValidateResponse(req, resp.StatusCode, resp.Header, data); err != nil {
 			c.t.Errorf("contract: %v", err)
 		}
 	}

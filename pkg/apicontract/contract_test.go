@@ -1,4 +1,4 @@
-package contract
+package apicontract
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 
 func load(t *testing.T) *Contract {
 	t.Helper()
-	c, err := Load("../openapi.yaml")
+	c, err := Load("../../gateway/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
-// Package contract checks HTTP responses against the OpenAPI document of
+// Package apicontract checks HTTP responses against the OpenAPI document of
 // the public API (gateway/openapi.yaml), matching paths case-insensitively
 // as the gateway does.
-package contract
+package apicontract
 
 import (
 	"bytes"
@@ -162,4 +162,32 @@ func truncate(b []byte) string {
 		return string(b[:500]) + "..."
 	}
 	return string(b)
+}
+
+// Operations lists the documented operations as "METHOD /path/{param}" whose
+// path starts, ignoring case, with one of prefixes (all when none given), so
+// a service test can compare them with the routes it really serves.
+func (c *Contract) Operations(prefixes ...string) map[string]bool {
+	out := map[string]bool{}
+	for p, item := range c.doc.Paths.Map() {
+		if !hasPrefixFold(p, prefixes) {
+			continue
+		}
+		for m := range item.Operations() {
+			out[m+" "+p] = true
+		}
+	}
+	return out
+}
+
+func hasPrefixFold(p string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, pre := range prefixes {
+		if len(p) >= len(pre) && strings.EqualFold(p[:len(pre)], pre) && (len(p) == len(pre) || p[len(pre)] == '/') {
+			return true
+		}
+	}
+	return false
 }
