@@ -147,3 +147,6 @@ func truncate(b []byte) string {
 	}
 	return string(b)
 }
+
+// String is the body as text, for assertions and messages.
+func (r *Response) String() string { return string(r.Body) }

@@ -23,6 +23,8 @@ var (
 	api      *apicontract.Contract // gateway/openapi.yaml
 	// demo is the admin account seeded with `auth bootstrap`.
 	demo *stack.Account
+	// llm is the OpenAI-compatible server the translation service talks to.
+	llm *fakeLLM
 )
 
 // TestMain builds every service that exists and Traefik, starts the whole
@@ -71,6 +73,9 @@ func run(m *testing.M) int {
 		Password: "pw-" + randomHex(12),
 		Name:     "E2E Admin",
 	}
+	llm = startFakeLLM()
+	defer llm.srv.Close()
+
 	var stackLog bytes.Buffer
 	stk, err = stack.Start(ctx, stack.Options{
 		RepoRoot: repoRoot,
@@ -80,8 +85,21 @@ func run(m *testing.M) int {
 		// High enough that no test is throttled by accident; the limit
 		// itself is tested on a second gateway (TestGatewayRateLimit).
 		RateLimit: stack.RateLimit{Average: 10000, Period: time.Second, Burst: 10000},
-		Log:       stack.SyncWriter(&stackLog),
-		LogLevel:  "debug",
+		Env: map[string][]string{
+			// Per-IP login throttling is tested on the service itself; all
+			// e2e requests come from one address.
+			"auth": {"AUTH_LOGIN_MAX_FAILURES_IP=100000"},
+			"translation": {
+				"TRANSLATION_PROVIDERS=apertium,openai",
+				"AI_BASE_URL=" + llm.srv.URL + "/v1",
+				"AI_API_KEY=" + fakeLLMKey,
+				"AI_MODEL=e2e-model",
+				"AI_MAX_RETRIES=0",
+				"AI_TIMEOUT=5s",
+			},
+		},
+		Log:      stack.SyncWriter(&stackLog),
+		LogLevel: "debug",
 	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, stackLog.String())

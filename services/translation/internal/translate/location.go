@@ -44,8 +44,17 @@ func (s *Service) DetectLanguage(ctx context.Context, country, state, city strin
 	res, err := langdetect.ForLocation(loc)
 	switch {
 	case errors.Is(err, langdetect.ErrUnknownCountry):
-		if lang, ok := s.refine(ctx, loc, ""); ok {
+		lang, rerr := s.refine(ctx, loc, "")
+		if rerr == nil {
 			return lang, nil
+		}
+		// Only the model can answer for a country the tables do not know: when
+		// it could not be reached that is an error during detection (500), not
+		// the caller's mistake. A model that answered nonsense means the
+		// country is unknown (400).
+		var up *openai.UpstreamError
+		if errors.As(rerr, &up) {
+			return "", upstream("language detection failed", rerr)
 		}
 		return "", invalid(FieldError{"country",
 			fmt.Sprintf("unknown country %q: use an ISO 3166-1 code or the English country name", loc.Country)})
@@ -55,28 +64,32 @@ func (s *Service) DetectLanguage(ctx context.Context, country, state, city strin
 		return "", upstream("language detection failed", err)
 	}
 	if res.Undecided(loc) {
-		if lang, ok := s.refine(ctx, loc, res.Lang); ok {
+		// The tables have an answer, so a failed refinement falls back to it.
+		if lang, err := s.refine(ctx, loc, res.Lang); err == nil {
 			return lang, nil
 		}
 	}
 	return res.Lang, nil
 }
 
-func (s *Service) refine(ctx context.Context, loc langdetect.Location, guess string) (string, bool) {
+// errNoRefiner means no model is configured to refine location answers.
+var errNoRefiner = errors.New("no location refiner configured")
+
+func (s *Service) refine(ctx context.Context, loc langdetect.Location, guess string) (string, error) {
 	if s.refiner == nil {
-		return "", false
+		return "", errNoRefiner
 	}
 	lang, err := s.refiner.RefineLanguage(ctx, loc, guess)
 	if err != nil {
 		s.log.WarnContext(ctx, "location language refinement failed", "err", err)
-		return "", false
+		return "", err
 	}
 	n, err := langcode.Normalize(lang)
 	if err != nil {
 		s.log.WarnContext(ctx, "location language refinement gave an invalid code", "code", lang)
-		return "", false
+		return "", err
 	}
-	return n, true
+	return n, nil
 }
 
 // Completer is the part of the OpenAI-compatible client the LLM refiner uses.

@@ -118,6 +118,16 @@ func TestDetectLanguageRefinement(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an unreachable model is an error during detection only when the tables have no answer", func(t *testing.T) {
+		r := &fakeRefiner{err: &openai.UpstreamError{StatusCode: 500, Message: "boom"}}
+		svc := New(Config{Refiner: r})
+		if _, err := svc.DetectLanguage(ctx, "Narnia", "", ""); ErrorKind(err) != KindUpstream {
+			t.Fatalf("unknown country with the model down = %v, want KindUpstream", err)
+		}
+		if got, err := svc.DetectLanguage(ctx, "Switzerland", "", "Ecublens"); err != nil || got != "de" {
+			t.Fatalf("known country with the model down = %q, %v; want the table's de", got, err)
+		}
+	})
 }
 
 // fakeCompleter plays the chat model for the LLM refiner.

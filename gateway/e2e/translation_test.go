@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// translate posts to a translation route and decodes the bare JSON string.
+func translate(t *testing.T, path, token string, body any) (*Response, string) {
+	t.Helper()
+	resp := client(t).Do(http.MethodPost, path, token, body)
+	var out string
+	if resp.Status == http.StatusOK {
+		resp.JSON(t, &out)
+	}
+	return resp, out
+}
+
+func TestTranslateWithApertium(t *testing.T) {
+	tok := client(t).Login(demo.Email, demo.Password)
+	resp, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": "The house is big.", "targetLang": "es"})
+	if resp.Status != http.StatusOK || !strings.Contains(strings.ToLower(out), "casa") {
+		t.Fatalf("en->es: %d %q", resp.Status, resp.Body)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(string(resp.Body)), `"`) {
+		t.Fatalf("the answer must be a bare JSON string: %s", resp.Body)
+	}
+	// ISO 639-3 codes and odd-cased paths work too; the second call is a cache hit.
+	for _, lang := range []string{"spa", "ES"} {
+		resp, out := translate(t, "/API/translations/TRANSLATE", tok, map[string]string{"sourceText": "The house is big.", "targetLang": lang})
+		if resp.Status != http.StatusOK || !strings.Contains(strings.ToLower(out), "casa") {
+			t.Fatalf("targetLang %s: %d %s", lang, resp.Status, resp.Body)
+		}
+	}
+	// Text already in the target language comes back unchanged.
+	same := "Hola, mi pedido todavía no ha llegado y necesito ayuda."
+	if resp, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": same, "targetLang": "es"}); resp.Status != http.StatusOK || out != same {
+		t.Fatalf("same language: %d %q", resp.Status, out)
+	}
+}
+
+func TestTranslateWithTheLLMProvider(t *testing.T) {
+	tok := client(t).Login(demo.Email, demo.Password)
+	// No Apertium pair serves en->de, so the OpenAI-compatible provider does.
+	text := "Please reset my password " + randomHex(3)
+	before := llm.calls.Load()
+	resp, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": text, "targetLang": "de"})
+	if resp.Status != http.StatusOK || out != "[de] "+text {
+		t.Fatalf("en->de via the LLM: %d %q", resp.Status, resp.Body)
+	}
+	if _, again := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": text, "targetLang": "deu"}); again != out {
+		t.Fatalf("cached answer differs: %q", again)
+	}
+	if n := llm.calls.Load() - before; n != 1 {
+		t.Fatalf("the model was called %d times; the repeat must come from the cache", n)
+	}
+	// Markup in plain-text mode is text: it reaches the engine as is.
+	if _, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": "Click <b>here</b> " + randomHex(2), "targetLang": "de"}); !strings.Contains(out, "<b>here</b>") {
+		t.Fatalf("markup must be kept as text: %q", out)
+	}
+}
+
+func TestTranslateErrors(t *testing.T) {
+	c := client(t)
+	tok := c.Login(demo.Email, demo.Password)
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		field  string
+	}{
+		{"missing sourceText", map[string]string{"targetLang": "es"}, 400, "sourceText"},
+		{"blank sourceText", map[string]string{"sourceText": "   ", "targetLang": "es"}, 400, "sourceText"},
+		{"missing targetLang", map[string]string{"sourceText": "hello"}, 400, "targetLang"},
+		{"unknown code", map[string]string{"sourceText": "hello", "targetLang": "xx"}, 400, "targetLang"},
+		{"reserved code", map[string]string{"sourceText": "hello", "targetLang": "qaa"}, 400, "targetLang"},
+		{"not a code", map[string]string{"sourceText": "hello", "targetLang": "english"}, 400, "targetLang"},
+		{"too long", map[string]string{"sourceText": strings.Repeat("a", 10_001), "targetLang": "es"}, 400, "sourceText"},
+		{"number", `{"sourceText": 42, "targetLang": "es"}`, 400, "sourceText"},
+		{"malformed", `{"sourceText": "hi"`, 400, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := client(t).Do(http.MethodPost, "/api/Translations/translate", tok, tc.body)
+			p := resp.Problem(t)
+			if resp.Status != tc.status || (tc.field != "" && p.Errors[tc.field] == "") {
+				t.Fatalf("%d %+v", resp.Status, p)
+			}
+		})
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, stk.HTTPSURL+"/api/Translations/translate", strings.NewReader("sourceText=hi"))
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if resp := c.DoRequest(req); resp.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("text/plain body: %d", resp.Status)
+	}
+	if resp := c.Do(http.MethodPost, "/api/Translations/translate", "", map[string]string{"sourceText": "hi", "targetLang": "es"}); resp.Status != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", resp.Status)
+	}
+
+	// 500 during translation: the provider fails; nothing internal leaks.
+	resp := c.Do(http.MethodPost, "/api/Translations/translate", tok, map[string]string{"sourceText": "Tell me about Atlantis " + randomHex(3), "targetLang": "de"})
+	p := resp.Problem(t)
+	if resp.Status != http.StatusInternalServerError || strings.Contains(resp.String(), "crashed") || p.RequestID == "" {
+		t.Fatalf("provider failure: %d %s", resp.Status, resp.Body)
+	}
+}
+
+func TestTranslateCustomerNotFound(t *testing.T) {
+	_, _, tok := newCustomer(t, "Vanishing Co")
+	_, claims := tokenParts(t, tok)
+	conn, err := pgx.Connect(context.Background(), stk.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), "UPDATE auth.customers SET deleted_at = now() WHERE customer_id = $1", claims.CustomerID); err != nil {
+		t.Fatal(err)
+	}
+	resp := client(t).Do(http.MethodPost, "/api/Translations/translate", tok, map[string]string{"sourceText": "The house is big.", "targetLang": "es"})
+	if p := resp.Problem(t); resp.Status != http.StatusNotFound || !strings.Contains(p.Detail, "customer") {
+		t.Fatalf("deleted customer: %d %+v", resp.Status, p)
+	}
+	if resp := client(t).Do(http.MethodGet, "/api/Translations/detect-language-ai?country=FR", tok, nil); resp.Status != http.StatusNotFound {
+		t.Fatalf("deleted customer, detect: %d", resp.Status)
+	}
+}
+
+func TestTranslateToHTML(t *testing.T) {
+	tok := client(t).Login(demo.Email, demo.Password)
+	resp, out := translate(t, "/api/Translations/translate-to-html", tok, map[string]string{
+		"sourceText": "The house is big.\n\nThe dog is small.", "targetLang": "es"})
+	if resp.Status != http.StatusOK || strings.Count(out, "<p>") != 2 || !strings.Contains(strings.ToLower(out), "casa") {
+		t.Fatalf("plain text to html: %d %q", resp.Status, out)
+	}
+	resp, out = translate(t, "/api/Translations/translate-to-html", tok, map[string]string{
+		"sourceText": `<p onclick="steal()">The house is <b>big</b>.</p><script>alert(1)</script><a href="javascript:alert(2)">link</a>`,
+		"targetLang": "es"})
+	if resp.Status != http.StatusOK {
+		t.Fatalf("html: %d %s", resp.Status, resp.Body)
+	}
+	lower := strings.ToLower(out)
+	for _, bad := range []string{"<script", "onclick", "javascript:", "alert(1)"} {
+		if strings.Contains(lower, bad) {
+			t.Fatalf("unsanitized output %q contains %q", out, bad)
+		}
+	}
+	if !strings.Contains(lower, "casa") || !strings.Contains(out, "<b>") {
+		t.Fatalf("text nodes must be translated and markup kept: %q", out)
+	}
+	if resp := client(t).Do(http.MethodPost, "/api/Translations/translate-to-html", tok, map[string]string{"targetLang": "es"}); resp.Status != http.StatusBadRequest {
+		t.Fatalf("missing sourceText: %d", resp.Status)
+	}
+}
+
+func TestDetectLanguage(t *testing.T) {
+	tok := client(t).Login(demo.Email, demo.Password)
+	cases := []struct {
+		country, state, city, want string
+	}{
+		{"CA", "Quebec", "Montreal", "fr"},
+		{"Canada", "", "", "en"},
+		{"es", "Catalonia", "Barcelona", "ca"},
+		{"BEL", "", "Antwerp", "nl"},
+		{"Switzerland", "Ticino", "Lugano", "it"},
+		{"DEU", "", "", "de"},
+		{"japan", "", "", "ja"},
+		{"Elbonia", "", "", "fr"}, // unknown to the tables: the model answers
+	}
+	for _, tc := range cases {
+		q := url.Values{"country": {tc.country}, "state": {tc.state}, "city": {tc.city}}
+		resp := client(t).Do(http.MethodGet, "/api/Translations/detect-language-ai?"+q.Encode(), tok, nil)
+		var got string
+		resp.JSON(t, &got)
+		if resp.Status != http.StatusOK || got != tc.want {
+			t.Errorf("%v: %d %q, want %q", tc, resp.Status, got, tc.want)
+		}
+	}
+	for name, tc := range map[string]struct {
+		query  string
+		status int
+	}{
+		"missing country": {"", 400},
+		"blank country":   {"?country=%20", 400},
+		"unknown country": {"?country=Narnia", 400}, // the model says "unknown"
+		"too long":        {"?country=" + strings.Repeat("x", 201), 400},
+		"model down":      {"?country=Atlantis", 500},
+	} {
+		resp := client(t).Do(http.MethodGet, "/api/Translations/detect-language-ai"+tc.query, tok, nil)
+		p := resp.Problem(t)
+		if resp.Status != tc.status || (tc.status == 400 && p.Errors["country"] == "") {
+			t.Errorf("%s: %d %+v", name, resp.Status, p)
+		}
+	}
+	if resp := client(t).Do(http.MethodGet, "/api/Translations/detect-language-ai?country=FR", "", nil); resp.Status != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", resp.Status)
+	}
+}
