@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -190,4 +191,24 @@ func hasPrefixFold(p string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// CompareRoutes reports the served routes ("METHOD /path/{param}") that the
+// document lacks and the documented operations under prefixes that are not
+// served; both empty means the service and its contract agree.
+func (c *Contract) CompareRoutes(served map[string]bool, prefixes ...string) (undocumented, unserved []string) {
+	documented := c.Operations(prefixes...)
+	for r := range served {
+		if !documented[r] {
+			undocumented = append(undocumented, r)
+		}
+	}
+	for r := range documented {
+		if !served[r] {
+			unserved = append(unserved, r)
+		}
+	}
+	sort.Strings(undocumented)
+	sort.Strings(unserved)
+	return undocumented, unserved
 }

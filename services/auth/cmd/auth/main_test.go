@@ -8,17 +8,22 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/nats-io/nats.go"
 
+	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/services/auth/internal/httpapi"
 )
 
 type testAuth struct {
@@ -208,5 +213,22 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	}
 	if missing := config.Undocumented(string(doc), Config{}); len(missing) > 0 {
 		t.Fatalf("README config table lacks %v", missing)
+	}
+}
+
+func TestEveryRouteIsDocumented(t *testing.T) {
+	c, err := apicontract.Load("../../../../gateway/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpserver.New(httpserver.Options{Service: "auth", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpapi.New(nil, srv).Routes(srv.Engine, func(*gin.Context) {})
+	served := httpserver.RouteKeys(srv.Engine)
+	undocumented, unserved := c.CompareRoutes(served, "/api/Auth", "/api/Customers", "/api/Accounts", "/.well-known")
+	if len(undocumented) > 0 || len(unserved) > 0 {
+		t.Fatalf("served but not in gateway/openapi.yaml: %v; documented but not served: %v", undocumented, unserved)
 	}
 }
