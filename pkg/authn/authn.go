@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -50,10 +51,33 @@ type Verifier struct {
 	Issuer      string
 	Audience    string
 	Now         func() time.Time
+
+	once  sync.Once
+	cache *verifiedCache
 }
 
-// Verify parses and checks a raw token.
+// Verify checks a raw token: signature, claims and the revocation list.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
+	v.once.Do(func() { v.cache = newVerifiedCache(10_000, 5*time.Minute) })
+	p, ok := v.cache.get(raw, v.Now())
+	if !ok {
+		var err error
+		if p, err = v.verifySignedClaims(ctx, raw); err != nil {
+			return Principal{}, err
+		}
+		v.cache.put(raw, p, v.Now())
+	}
+	revoked, err := v.Revocations.Revoked(ctx, p.TokenID, p.AccountID, p.IssuedAt)
+	if err != nil {
+		return Principal{}, apperr.Wrap(apperr.Unavailable, err, "token verification is temporarily unavailable")
+	}
+	if revoked {
+		return Principal{}, apperr.E(apperr.Unauthorized, "the access token has been revoked; log in again")
+	}
+	return p, nil
+}
+
+func (v *Verifier) verifySignedClaims(ctx context.Context, raw string) (Principal, error) {
 	var c Claims
 	_, err := jwt.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
@@ -93,13 +117,6 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	issued := time.UnixMilli(c.IssuedAtMs)
 	if c.IssuedAtMs == 0 {
 		issued = c.IssuedAt.Time
-	}
-	revoked, err := v.Revocations.Revoked(ctx, c.ID, acct, issued)
-	if err != nil {
-		return Principal{}, apperr.Wrap(apperr.Unavailable, err, "token verification is temporarily unavailable")
-	}
-	if revoked {
-		return Principal{}, apperr.E(apperr.Unauthorized, "the access token has been revoked; log in again")
 	}
 	return Principal{CustomerID: c.CustomerID, AccountID: acct, Role: c.Role, TokenID: c.ID,
 		IssuedAt: issued, ExpiresAt: c.ExpiresAt.Time}, nil

@@ -188,3 +188,30 @@ func TestRevocation(t *testing.T) {
 		t.Fatalf("token issued after the cut-off refused: %v", err)
 	}
 }
+
+func TestVerifiedTokensAreCachedButStillExpireAndRevoke(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	tok := f.sign(t, f.claims(), f.kid, f.key)
+	if _, err := f.v.Verify(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	// A cached token is still refused once revoked...
+	if err := f.v.Revocations.RevokeToken(ctx, "jti-1", f.now.Add(time.Hour), f.now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.v.Verify(ctx, tok); !apperr.Is(err, apperr.Unauthorized) {
+		t.Fatalf("revoked cached token accepted: %v", err)
+	}
+	// ...and once expired.
+	c := f.claims()
+	c.ID, c.ExpiresAt = "jti-9", jwt.NewNumericDate(f.now.Add(time.Minute))
+	short := f.sign(t, c, f.kid, f.key)
+	if _, err := f.v.Verify(ctx, short); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	if _, err := f.v.Verify(ctx, short); !apperr.Is(err, apperr.Unauthorized) {
+		t.Fatalf("expired cached token accepted: %v", err)
+	}
+}

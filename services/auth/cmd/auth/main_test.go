@@ -20,8 +20,8 @@ import (
 
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/config"
-	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/auth/internal/httpapi"
 )
