@@ -49,7 +49,7 @@ if ((${#missing[@]} > 0)); then
 	export GOWORK="$tmp/go.work"
 fi
 
-plugin=gateway/plugins-local/src/github.com/supportplatform/httpsrequired
+plugins=(gateway/plugins-local/src/github.com/supportplatform/*)
 
 if $download_only; then
 	for m in "${modules[@]}"; do
@@ -63,6 +63,8 @@ for m in "${modules[@]}"; do
 	echo "=== $m"
 	(cd "$m" && go test -race -count=1 -timeout 20m ./...) || status=1
 done
-echo "=== $plugin"
-(cd "$plugin" && GOWORK=off go test -race -count=1 ./...) || status=1
+for plugin in "${plugins[@]}"; do
+	echo "=== $plugin"
+	(cd "$plugin" && GOWORK=off go test -race -count=1 ./...) || status=1
+done
 exit $status

@@ -81,7 +81,7 @@ func TestRenderGatewayConfig(t *testing.T) {
 		}
 		// The rule survives YAML quoting byte for byte (backslashes
 		// included).
-		if r.Rule != svc.Rule() || strings.Join(r.EntryPoints, ",") != "websecure" || strings.Join(r.Middlewares, ",") != "api-ratelimit" {
+		if r.Rule != svc.Rule() || strings.Join(r.EntryPoints, ",") != "websecure" || strings.Join(r.Middlewares, ",") != "problem-json,api-ratelimit" {
 			t.Errorf("router %s: %+v", svc.Name, r)
 		}
 	}

@@ -292,13 +292,14 @@ func TestGatewayRateLimit(t *testing.T) {
 		}
 	}()
 
+	var lastBody []byte
 	get := func(hc *http.Client) *http.Response {
 		t.Helper()
 		resp, err := hc.Get(gw.HTTPSURL + "/API/static/x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		lastBody, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp
 	}
@@ -315,6 +316,10 @@ func TestGatewayRateLimit(t *testing.T) {
 			ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 			if err != nil || ra < 1 {
 				t.Errorf("429 Retry-After %q", resp.Header.Get("Retry-After"))
+			}
+			// The gateway's own 429 has the same problem shape as every error.
+			if err := api.ValidateProblem(resp.StatusCode, resp.Header, lastBody); err != nil {
+				t.Errorf("gateway 429: %v", err)
 			}
 		}
 	}
@@ -400,4 +405,44 @@ func waitForAccessLog(t *testing.T, path, marker string) []accessLogEntry {
 		entries = append(entries, e)
 	}
 	return entries
+}
+
+// A service that is down gets the client a problem too, not Traefik's bare
+// "Bad Gateway".
+func TestGatewayBackendDownIsProblem(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there any more
+	gw, err := stack.StartGateway(t.Context(), stack.GatewayOptions{
+		RepoRoot:   repoRoot,
+		TraefikBin: filepath.Join(binDir, "traefik"),
+		Dir:        t.TempDir(),
+		Routes:     []stack.Route{{Name: "dead", Rule: "PathRegexp(`" + stack.PrefixRegexp("/api/Dead") + "`)", URL: deadURL}},
+		RateLimit:  stack.RateLimit{Average: 100, Period: time.Second, Burst: 100},
+		TLS:        stk.TLS,
+		LogName:    "traefik-dead",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := gw.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	resp, err := stk.HTTPClient().Get(gw.HTTPSURL + "/api/Dead/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway && resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d %s", resp.StatusCode, body)
+	}
+	if err := api.ValidateProblem(resp.StatusCode, resp.Header, body); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -118,7 +118,7 @@ func (c *Contract) ValidateResponse(req *http.Request, status int, header http.H
 	}
 	if status >= 400 {
 		// Errors are problems whatever else the operation documents.
-		if err := c.ValidateProblem(status, header, body); err != nil && !isGatewayRateLimit(status, header) {
+		if err := c.ValidateProblem(status, header, body); err != nil {
 			return fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 		}
 	}
@@ -149,13 +149,6 @@ func (c *Contract) ValidateProblem(status int, header http.Header, body []byte) 
 		return fmt.Errorf("problem status field %v differs from HTTP status %d", got, status)
 	}
 	return nil
-}
-
-// isGatewayRateLimit recognises Traefik's own 429 (text/plain), which the
-// document describes next to the services' problem bodies.
-func isGatewayRateLimit(status int, header http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
-	return status == http.StatusTooManyRequests && mt == "text/plain"
 }
 
 func truncate(b []byte) string {

@@ -1,0 +1,3 @@
+module github.com/supportplatform/problemjson
+
+go 1.22
