@@ -79,73 +79,19 @@ func (h *Handlers) listTopics(c *gin.Context) error {
 }
 
 func (h *Handlers) getTopic(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	t, err := h.svc.Topic(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toTopic(t))
-	return nil
+	return getOne(c, h.svc.Topic, toTopic)
 }
 
 func (h *Handlers) createTopic(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req topicRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	t, err := h.svc.CreateTopic(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	created(c, "/api/Topics", t.ID, toTopic(t))
-	return nil
+	return createOne[topicRequest](c, "/api/Topics", h.svc.CreateTopic, func(t topics.Topic) int64 { return t.ID }, toTopic)
 }
 
 func (h *Handlers) updateTopic(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	var req topicRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	if _, err := h.svc.UpdateTopic(c.Request.Context(), cid, id, req.input()); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return updateOne[topicRequest](c, h.svc.UpdateTopic)
 }
 
 func (h *Handlers) deleteTopic(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.svc.DeleteTopic(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return deleteOne(c, h.svc.DeleteTopic)
 }
 
 // ---- Actions ----
@@ -200,73 +146,19 @@ func (h *Handlers) listActions(c *gin.Context) error {
 }
 
 func (h *Handlers) getAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	a, err := h.svc.Action(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toAction(a))
-	return nil
+	return getOne(c, h.svc.Action, toAction)
 }
 
 func (h *Handlers) createAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req actionRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	a, err := h.svc.CreateAction(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	created(c, "/api/Actions", a.ID, toAction(a))
-	return nil
+	return createOne[actionRequest](c, "/api/Actions", h.svc.CreateAction, func(a topics.Action) int64 { return a.ID }, toAction)
 }
 
 func (h *Handlers) updateAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	var req actionRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	if _, err := h.svc.UpdateAction(c.Request.Context(), cid, id, req.input()); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return updateOne[actionRequest](c, h.svc.UpdateAction)
 }
 
 func (h *Handlers) deleteAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.svc.DeleteAction(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return deleteOne(c, h.svc.DeleteAction)
 }
 
 // ---- Documents ----
@@ -327,71 +219,17 @@ func (h *Handlers) listDocuments(c *gin.Context) error {
 }
 
 func (h *Handlers) getDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	d, err := h.svc.Document(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toDocument(d))
-	return nil
+	return getOne(c, h.svc.Document, toDocument)
 }
 
 func (h *Handlers) createDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req documentRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	d, err := h.svc.CreateDocument(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	created(c, "/api/Documents", d.ID, toDocument(d))
-	return nil
+	return createOne[documentRequest](c, "/api/Documents", h.svc.CreateDocument, func(d topics.Document) int64 { return d.ID }, toDocument)
 }
 
 func (h *Handlers) updateDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	var req documentRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	if _, err := h.svc.UpdateDocument(c.Request.Context(), cid, id, req.input()); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return updateOne[documentRequest](c, h.svc.UpdateDocument)
 }
 
 func (h *Handlers) deleteDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.svc.DeleteDocument(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return deleteOne(c, h.svc.DeleteDocument)
 }

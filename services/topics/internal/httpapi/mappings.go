@@ -77,37 +77,11 @@ func (h *Handlers) listTopicActions(c *gin.Context) error {
 }
 
 func (h *Handlers) getTopicAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	m, err := h.svc.TopicAction(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toTopicAction(m))
-	return nil
+	return getOne(c, h.svc.TopicAction, toTopicAction)
 }
 
 func (h *Handlers) createTopicAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req topicActionRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	m, err := h.svc.CreateTopicAction(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	created(c, "/api/TopicActions", m.ID, toTopicAction(m))
-	return nil
+	return createOne[topicActionRequest](c, "/api/TopicActions", h.svc.CreateTopicAction, func(m topics.TopicAction) int64 { return m.ID }, toTopicAction)
 }
 
 // createTopicActionsBulk accepts {"items": [...]} or a bare array.
@@ -190,11 +164,7 @@ func fieldError(field, msg string) error {
 }
 
 func (h *Handlers) updateTopicAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
+	cid, id, err := customerAndID(c)
 	if err != nil {
 		return err
 	}
@@ -210,19 +180,7 @@ func (h *Handlers) updateTopicAction(c *gin.Context) error {
 }
 
 func (h *Handlers) deleteTopicAction(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.svc.DeleteTopicAction(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return deleteOne(c, h.svc.DeleteTopicAction)
 }
 
 // ---- Topic documents ----
@@ -231,6 +189,10 @@ type topicDocumentRequest struct {
 	TopicID        *int64 `json:"topicID"`
 	DocumentID     *int64 `json:"documentID"`
 	RelevanceScore *int64 `json:"relevanceScore"`
+}
+
+func (r topicDocumentRequest) input() topics.TopicDocumentInput {
+	return topics.TopicDocumentInput{TopicID: r.TopicID, DocumentID: r.DocumentID, RelevanceScore: r.RelevanceScore}
 }
 
 // relevanceRequest is the PUT body: only relevanceScore is read.
@@ -275,46 +237,15 @@ func (h *Handlers) listTopicDocuments(c *gin.Context) error {
 }
 
 func (h *Handlers) getTopicDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	m, err := h.svc.TopicDocument(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toTopicDocument(m))
-	return nil
+	return getOne(c, h.svc.TopicDocument, toTopicDocument)
 }
 
 func (h *Handlers) createTopicDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req topicDocumentRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	m, err := h.svc.CreateTopicDocument(c.Request.Context(), cid, topics.TopicDocumentInput{
-		TopicID: req.TopicID, DocumentID: req.DocumentID, RelevanceScore: req.RelevanceScore})
-	if err != nil {
-		return err
-	}
-	created(c, "/api/TopicDocuments", m.ID, toTopicDocument(m))
-	return nil
+	return createOne[topicDocumentRequest](c, "/api/TopicDocuments", h.svc.CreateTopicDocument, func(m topics.TopicDocument) int64 { return m.ID }, toTopicDocument)
 }
 
 func (h *Handlers) updateTopicDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
+	cid, id, err := customerAndID(c)
 	if err != nil {
 		return err
 	}
@@ -330,19 +261,7 @@ func (h *Handlers) updateTopicDocument(c *gin.Context) error {
 }
 
 func (h *Handlers) deleteTopicDocument(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.svc.DeleteTopicDocument(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return deleteOne(c, h.svc.DeleteTopicDocument)
 }
 
 // ---- Page topic mappings ----
@@ -419,71 +338,17 @@ func (h *Handlers) lookupPage(c *gin.Context) error {
 }
 
 func (h *Handlers) getPageMapping(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	m, err := h.svc.PageMapping(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toPageMapping(m))
-	return nil
+	return getOne(c, h.svc.PageMapping, toPageMapping)
 }
 
 func (h *Handlers) createPageMapping(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req pageMappingRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	m, err := h.svc.CreatePageMapping(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	created(c, "/api/PageTopicMappings", m.ID, toPageMapping(m))
-	return nil
+	return createOne[pageMappingRequest](c, "/api/PageTopicMappings", h.svc.CreatePageMapping, func(m topics.PageMapping) int64 { return m.ID }, toPageMapping)
 }
 
 func (h *Handlers) updatePageMapping(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	var req pageMappingRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	if _, err := h.svc.UpdatePageMapping(c.Request.Context(), cid, id, req.input()); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return updateOne[pageMappingRequest](c, h.svc.UpdatePageMapping)
 }
 
 func (h *Handlers) deletePageMapping(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.svc.DeletePageMapping(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return deleteOne(c, h.svc.DeletePageMapping)
 }
