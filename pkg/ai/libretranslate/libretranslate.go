@@ -51,48 +51,11 @@ type Language struct {
 	Targets []string `json:"targets"`
 }
 
-// APIError is a failure reported by the server or on the way to it.
-type APIError struct {
-	// StatusCode is 0 when no response arrived.
-	StatusCode int
-	// Message is the server's {"error": "..."} text, if any.
-	Message  string
-	Attempts int
-	Err      error
-}
-
-func (e *APIError) Error() string {
-	var b strings.Builder
-	b.WriteString("libretranslate: upstream failure")
-	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, ": status %d", e.StatusCode)
-	}
-	if e.Message != "" {
-		fmt.Fprintf(&b, ": %s", e.Message)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	fmt.Fprintf(&b, " (after %d attempt(s))", e.Attempts)
-	return b.String()
-}
-
-func (e *APIError) Unwrap() error { return e.Err }
+// APIError is a failure reported by the server or on the way to it, after the retries.
+type APIError = httpretry.UpstreamError
 
 // MalformedReplyError is a 2xx reply that cannot be read as the documented shape.
-type MalformedReplyError struct {
-	Reason string
-	Err    error
-}
-
-func (e *MalformedReplyError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("libretranslate: malformed reply: %s: %v", e.Reason, e.Err)
-	}
-	return "libretranslate: malformed reply: " + e.Reason
-}
-
-func (e *MalformedReplyError) Unwrap() error { return e.Err }
+type MalformedReplyError = httpretry.MalformedReplyError
 
 // Client talks to one server. It is safe for concurrent use.
 type Client struct {
@@ -241,7 +204,7 @@ func (c *Client) Translate(ctx context.Context, p mt.Pair, texts []string) ([]st
 			return nil, err
 		}
 		if out.TranslatedText == nil {
-			return nil, &MalformedReplyError{Reason: "no translatedText"}
+			return nil, &MalformedReplyError{Provider: "libretranslate", Reason: "no translatedText"}
 		}
 		return []string{*out.TranslatedText}, nil
 	}
@@ -253,7 +216,7 @@ func (c *Client) Translate(ctx context.Context, p mt.Pair, texts []string) ([]st
 		return nil, err
 	}
 	if len(out.TranslatedText) != len(texts) {
-		return nil, &MalformedReplyError{Reason: fmt.Sprintf("sent %d texts, got %d translations", len(texts), len(out.TranslatedText))}
+		return nil, &MalformedReplyError{Provider: "libretranslate", Reason: fmt.Sprintf("sent %d texts, got %d translations", len(texts), len(out.TranslatedText))}
 	}
 	return out.TranslatedText, nil
 }
@@ -281,7 +244,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	if errors.As(err, &mal) {
 		return mal
 	}
-	return &APIError{StatusCode: lastStatus, Message: lastMsg, Attempts: attempts, Err: err}
+	return &APIError{Provider: "libretranslate", StatusCode: lastStatus, Message: lastMsg, Attempts: attempts, Err: err}
 }
 
 func (c *Client) attempt(ctx context.Context, method, path string, body []byte, out any) (int, string, error) {
@@ -324,7 +287,7 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte, 
 		return resp.StatusCode, msg, err
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return resp.StatusCode, "", &MalformedReplyError{Reason: "invalid JSON", Err: err}
+		return resp.StatusCode, "", &MalformedReplyError{Provider: "libretranslate", Reason: "invalid JSON", Err: err}
 	}
 	return resp.StatusCode, "", nil
 }

@@ -47,50 +47,11 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// UpstreamError is a failure of the provider or of the way to it: a non-2xx status, a timeout or
-// a transport error, after the retries.
-type UpstreamError struct {
-	// StatusCode is the last HTTP status, 0 when no response arrived.
-	StatusCode int
-	// Message is the provider's error message, if it sent one.
-	Message  string
-	Attempts int
-	Err      error
-}
+// UpstreamError is a failure reported by the server or on the way to it, after the retries.
+type UpstreamError = httpretry.UpstreamError
 
-func (e *UpstreamError) Error() string {
-	var b strings.Builder
-	b.WriteString("openai: upstream failure")
-	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, ": status %d", e.StatusCode)
-	}
-	if e.Message != "" {
-		fmt.Fprintf(&b, ": %s", e.Message)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	fmt.Fprintf(&b, " (after %d attempt(s))", e.Attempts)
-	return b.String()
-}
-
-func (e *UpstreamError) Unwrap() error { return e.Err }
-
-// MalformedReplyError is a 2xx reply that does not hold a completion: invalid JSON, no choices, or
-// a choice without text.
-type MalformedReplyError struct {
-	Reason string
-	Err    error
-}
-
-func (e *MalformedReplyError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("openai: malformed reply: %s: %v", e.Reason, e.Err)
-	}
-	return "openai: malformed reply: " + e.Reason
-}
-
-func (e *MalformedReplyError) Unwrap() error { return e.Err }
+// MalformedReplyError is a 2xx reply that cannot be read as the documented shape.
+type MalformedReplyError = httpretry.MalformedReplyError
 
 // Client calls one configured provider. It is safe for concurrent use.
 type Client struct {
@@ -219,7 +180,7 @@ func (c *Client) Complete(ctx context.Context, msgs []Message, opts ...CallOptio
 		return "", mal
 	}
 	// The caller's own deadline or cancellation also lands here: errors.Is still finds it through Err.
-	return "", &UpstreamError{StatusCode: lastStatus, Message: lastMsg, Attempts: attempts, Err: err}
+	return "", &UpstreamError{Provider: "openai", StatusCode: lastStatus, Message: lastMsg, Attempts: attempts, Err: err}
 }
 
 // attempt makes one HTTP exchange. Transient failures come back wrapped in *httpretry.Retry.
@@ -278,18 +239,18 @@ func (c *Client) now() time.Time {
 func parseReply(raw []byte) (string, error) {
 	var r reply
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return "", &MalformedReplyError{Reason: "invalid JSON", Err: err}
+		return "", &MalformedReplyError{Provider: "openai", Reason: "invalid JSON", Err: err}
 	}
 	if len(r.Choices) == 0 {
-		return "", &MalformedReplyError{Reason: "no choices"}
+		return "", &MalformedReplyError{Provider: "openai", Reason: "no choices"}
 	}
 	ch := r.Choices[0]
 	text, ok := contentText(ch.Message.Content)
 	if !ok {
 		if ch.FinishReason != "" {
-			return "", &MalformedReplyError{Reason: "first choice has no text content (finish_reason " + ch.FinishReason + ")"}
+			return "", &MalformedReplyError{Provider: "openai", Reason: "first choice has no text content (finish_reason " + ch.FinishReason + ")"}
 		}
-		return "", &MalformedReplyError{Reason: "first choice has no text content"}
+		return "", &MalformedReplyError{Provider: "openai", Reason: "first choice has no text content"}
 	}
 	return text, nil
 }
