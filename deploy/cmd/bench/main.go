@@ -32,27 +32,6 @@ import (
 	"supportplatform.dev/deploy/stack"
 )
 
-// benchCase is one measured request. New endpoints are new entries.
-type benchCase struct {
-	Name   string
-	Method string
-	Path   string
-	Body   string // JSON, sent with Content-Type application/json
-	Auth   bool   // send the demo account's bearer token
-	Expect int    // status of a successful response (default 200)
-	// Services the case needs; it is skipped when one was not built.
-	Needs []string
-}
-
-const baselineCase = "static"
-
-var cases = []benchCase{
-	{Name: baselineCase, Method: http.MethodGet, Path: "/bench/static"},
-	{Name: "customers-me", Method: http.MethodGet, Path: "/api/Customers/me", Auth: true, Needs: []string{"auth"}},
-	// Next: {Name: "topics-list", Method: http.MethodGet, Path: "/api/Topics", Auth: true, Needs: []string{"topics"}},
-	// and the translation endpoints, once their services exist.
-}
-
 // staticBody is about the size of a /api/Customers/me answer.
 var staticBody = []byte(`{"customer":{"customerID":1,"name":"Bench Company","createdAt":"2026-01-01T00:00:00Z"},` +
 	`"account":{"accountID":1,"email":"bench@example.com","name":"Bench Admin","role":"admin"}}`)
@@ -71,10 +50,26 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	concurrency := fs.Int("c", 32, "concurrent workers (one request in flight each)")
 	duration := fs.Duration("d", 10*time.Second, "measured duration per case")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up per case, not measured")
-	only := fs.String("cases", "", "comma-separated case names (default: all)")
+	uncachedC := fs.Int("uncached-c", 4, "workers of the slow translate-uncached case (an Apertium run per request); at most -c")
+	all := benchCases()
+	var names []string
+	for _, c := range all {
+		names = append(names, c.Name)
+	}
+	only := fs.String("cases", "", "comma-separated case names (default: all): "+strings.Join(names, ", ")+"; "+baselineCase+" always runs")
 	verbose := fs.Bool("v", false, "print the stack's logs")
 	logLevel := fs.String("log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (cases are chosen with -cases)", fs.Args())
+	}
+	if *concurrency < 1 || *uncachedC < 1 || *duration <= 0 || *warmup < 0 {
+		return errors.New("-c and -uncached-c must be at least 1, -d positive and -warmup not negative")
+	}
+	cases, err := selectCases(all, *only)
+	if err != nil {
 		return err
 	}
 
@@ -140,86 +135,168 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 
-	selected := map[string]bool{}
-	for _, n := range strings.Split(*only, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			selected[n] = true
-		}
-	}
-	fmt.Fprintf(stdout, "gateway %s, %d workers, %s per case after %s warm-up, %d CPUs\n\n",
-		st.HTTPSURL, *concurrency, *duration, *warmup, runtime.NumCPU())
+	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token}
+	slowWorkers := min(*uncachedC, *concurrency)
+	fmt.Fprintf(stdout, "gateway %s, %d workers (slow cases %d), %s per case after %s warm-up, %d CPUs\n\n",
+		st.HTTPSURL, *concurrency, slowWorkers, *duration, *warmup, runtime.NumCPU())
 
 	results := map[string]loadgen.Result{}
+	workers := map[string]int{}
 	var order []string
+	var failures []string
 	for _, c := range cases {
-		if len(selected) > 0 && !selected[c.Name] && c.Name != baselineCase {
-			continue
-		}
 		if missing := missingServices(c.Needs, built); missing != "" {
-			fmt.Fprintf(stdout, "%-14s skipped: %s not built\n", c.Name, missing)
+			fmt.Fprintf(stdout, "%-18s skipped: %s not built\n", c.Name, missing)
 			continue
 		}
+		w := *concurrency
+		if c.Slow {
+			w = slowWorkers
+		}
+		if c.Note != "" {
+			fmt.Fprintf(stdout, "%-18s %d workers; %s\n", c.Name, w, c.Note)
+		}
+		if c.Setup != nil {
+			line, err := c.Setup(ctx, env)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				failures = append(failures, fmt.Sprintf("case %s: setup: %v", c.Name, err))
+				fmt.Fprintf(stdout, "%-18s SETUP FAILED: %v\n\n", c.Name, err)
+				continue
+			}
+			fmt.Fprintf(stdout, "%-18s setup: %s\n", "", line)
+		}
+		cl := c.client(client, w)
+		sample, err := c.preflight(ctx, env, cl)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			failures = append(failures, fmt.Sprintf("case %s: preflight: %v", c.Name, err))
+			fmt.Fprintf(stdout, "%-18s PREFLIGHT FAILED, not measured: %v\n\n", c.Name, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%-18s preflight: %s\n", "", sample)
 		before := cpuTimes(st.PIDs())
 		res, err := loadgen.Run(ctx, loadgen.Config{
-			Concurrency:  *concurrency,
+			Concurrency:  w,
 			Duration:     *duration,
 			Warmup:       *warmup,
-			Client:       client,
-			ExpectStatus: c.Expect,
-			NewRequest:   c.request(st.HTTPSURL, token),
+			Client:       cl,
+			ExpectStatus: c.expect(),
+			NewRequest:   c.request(env),
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%-14s %s\n", c.Name, res)
-		fmt.Fprintf(stdout, "%-14s CPU per request: %s\n", "", cpuPerRequest(before, cpuTimes(st.PIDs()), res))
+		fmt.Fprintf(stdout, "%-18s %s\n", c.Name, res)
+		fmt.Fprintf(stdout, "%-18s CPU per request: %s\n", "", cpuPerRequest(before, cpuTimes(st.PIDs()), res))
 		if res.FirstError != "" {
-			fmt.Fprintf(stdout, "%-14s first error: %s\n", "", res.FirstError)
+			fmt.Fprintf(stdout, "%-18s first error: %s\n", "", res.FirstError)
 		}
+		if total := res.Requests + res.Errors; total == 0 || res.Errors*100 > total {
+			failures = append(failures, fmt.Sprintf("case %s: %d ok, %d errors (%.1f%%, limit 1%%), first: %s",
+				c.Name, res.Requests, res.Errors, errorRate(res), res.FirstError))
+			fmt.Fprintf(stdout, "%-18s FAILED: error rate %.1f%% is above 1%%\n", "", errorRate(res))
+		}
+		fmt.Fprintln(stdout)
 		results[c.Name] = res
+		workers[c.Name] = w
 		order = append(order, c.Name)
 	}
 
 	base, ok := results[baselineCase]
-	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\treq/s\tp50\tp99\terrors\tratio to static\t")
+	fmt.Fprintf(tw, "case\tworkers\treq/s\tp50\tp99\terrors\tratio to %s\t\n", baselineCase)
 	for _, name := range order {
 		r := results[name]
 		ratio := "-"
 		if ok && base.RPS > 0 {
-			ratio = fmt.Sprintf("%.2f", r.RPS/base.RPS)
+			ratio = fmt.Sprintf("%.3f", r.RPS/base.RPS)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%s\t\n", name, r.RPS, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Errors, ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t\n", name, workers[name], r.RPS, round(r.P50), round(r.P99), r.Errors, ratio)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for name, r := range results {
-		if r.Requests == 0 || r.Errors*100 > r.Requests {
-			return fmt.Errorf("case %s: %d ok, %d errors (first: %s)", name, r.Requests, r.Errors, r.FirstError)
+	for _, c := range cases {
+		r, ok1 := results[c.Name]
+		ref, ok2 := results[c.RelativeTo]
+		if c.RelativeTo == "" || !ok1 || !ok2 || ref.RPS == 0 || ref.P50 == 0 {
+			continue
 		}
+		fmt.Fprintf(stdout, "%s / %s: req/s ratio %.2f, p50 ratio %.2f, p99 ratio %.2f\n", c.Name, c.RelativeTo,
+			r.RPS/ref.RPS, float64(r.P50)/float64(ref.P50), float64(r.P99)/float64(ref.P99))
+	}
+	if ok && slowWorkers != *concurrency {
+		for _, c := range cases {
+			if _, measured := results[c.Name]; c.Slow && measured {
+				fmt.Fprintf(stdout, "note: %s ran with %d workers, the baseline with %d: its ratio compares throughputs at different concurrency\n",
+					c.Name, slowWorkers, *concurrency)
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return errors.New(strings.Join(failures, "\n  "))
 	}
 	return nil
 }
 
-func (c benchCase) request(baseURL, token string) func(context.Context) (*http.Request, error) {
-	return func(ctx context.Context) (*http.Request, error) {
-		var body io.Reader
-		if c.Body != "" {
-			body = strings.NewReader(c.Body)
+// selectCases keeps the cases named in list (all when empty), the baseline
+// and the cases the chosen ones are compared with, in measurement order.
+func selectCases(all []*benchCase, list string) ([]*benchCase, error) {
+	byName := map[string]*benchCase{}
+	for _, c := range all {
+		byName[c.Name] = c
+	}
+	want := map[string]bool{baselineCase: true}
+	chosen := false
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
 		}
-		req, err := http.NewRequestWithContext(ctx, c.Method, baseURL+c.Path, body)
-		if err != nil {
-			return nil, err
+		if byName[n] == nil {
+			var names []string
+			for _, c := range all {
+				names = append(names, c.Name)
+			}
+			return nil, fmt.Errorf("-cases: unknown case %q (known: %s)", n, strings.Join(names, ", "))
 		}
-		if c.Body != "" {
-			req.Header.Set("Content-Type", "application/json")
+		want[n] = true
+		chosen = true
+	}
+	for _, c := range all {
+		if want[c.Name] && c.RelativeTo != "" {
+			want[c.RelativeTo] = true
 		}
-		if c.Auth {
-			req.Header.Set("Authorization", "Bearer "+token)
+	}
+	var out []*benchCase
+	for _, c := range all {
+		if !chosen || want[c.Name] {
+			out = append(out, c)
 		}
-		return req, nil
+	}
+	return out, nil
+}
+
+func errorRate(r loadgen.Result) float64 {
+	if total := r.Requests + r.Errors; total > 0 {
+		return float64(r.Errors) * 100 / float64(total)
+	}
+	return 100
+}
+
+// round keeps three significant digits or so of a latency.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= 10*time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(time.Microsecond)
 	}
 }
 
@@ -265,9 +342,12 @@ func missingServices(needs, built []string) string {
 // cpuTimes reads the CPU time used so far by the stack's processes, this
 // process (the load generator) and the shared servers, from /proc.
 func cpuTimes(pids map[string]int) map[string]time.Duration {
-	out := map[string]time.Duration{"bench": procCPU(os.Getpid())}
+	out := map[string]time.Duration{}
+	out["bench"], _ = procCPU(os.Getpid())
 	for name, pid := range pids {
-		out[name] = procCPU(pid)
+		// A service's reaped children (translation's Apertium pipelines)
+		// count apart.
+		out[name], out[name+" children"] = procCPU(pid)
 	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -278,31 +358,36 @@ func cpuTimes(pids map[string]int) map[string]time.Duration {
 		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
 		switch name := strings.TrimSpace(string(comm)); name {
 		case "postgres", "redis-server", "nats-server":
-			out[name] += procCPU(pid)
+			self, _ := procCPU(pid)
+			out[name] += self
 		}
 	}
 	return out
 }
 
-// procCPU is utime+stime of a process (fields 14 and 15 of
-// /proc/<pid>/stat, in clock ticks of 1/100 s on Linux).
-func procCPU(pid int) time.Duration {
+// procCPU is utime+stime of a process and cutime+cstime, the CPU of the
+// children it has waited for (fields 14 to 17 of /proc/<pid>/stat, in
+// clock ticks of 1/100 s on Linux).
+func procCPU(pid int) (self, children time.Duration) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// The command name (field 2) may contain spaces: count from its end.
 	i := strings.LastIndexByte(string(data), ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(data)[i+1:])
-	if len(f) < 13 {
-		return 0
+	if len(f) < 15 {
+		return 0, 0
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	var ticks [4]int64
+	for k := range ticks {
+		ticks[k], _ = strconv.ParseInt(f[11+k], 10, 64)
+	}
+	const tick = 10 * time.Millisecond
+	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick
 }
 
 func cpuPerRequest(before, after map[string]time.Duration, r loadgen.Result) string {
@@ -311,12 +396,16 @@ func cpuPerRequest(before, after map[string]time.Duration, r loadgen.Result) str
 		return "-"
 	}
 	var parts []string
-	for _, name := range []string{"traefik", "bench", "auth", "topics", "translation", "postgres", "redis-server", "nats-server"} {
+	for _, name := range []string{"traefik", "bench", "auth", "topics", "translation", "translation children", "postgres", "redis-server", "nats-server"} {
 		d := after[name] - before[name]
 		if d <= 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %dµs", name, (d/time.Duration(total)).Microseconds()))
+		label := name
+		if name == "translation children" {
+			label = "apertium" // the pipelines translation ran and reaped
+		}
+		parts = append(parts, fmt.Sprintf("%s %dµs", label, (d/time.Duration(total)).Microseconds()))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestUncachedSentencesAreDistinct(t *testing.T) {
+	seen := map[string]uint64{}
+	for n := range uint64(20_000) {
+		s := uncachedSentence(n)
+		if prev, ok := seen[s]; ok {
+			t.Fatalf("sentence %d = sentence %d: %q", n, prev, s)
+		}
+		seen[s] = n
+	}
+	if a, b := uncachedSentence(500_000), uncachedSentence(0); a == b || !strings.HasSuffix(a, " 1") {
+		t.Errorf("past the word combinations: %q vs %q", a, b)
+	}
+}
+
+func TestSelectCases(t *testing.T) {
+	all := benchCases()
+	names := func(cs []*benchCase) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct{ list, want string }{
+		{"", "static,customers-me,topics-list,detect-language,translate-cached,translate-uncached"},
+		{"translate-cached", "static,translate-cached"},
+		// topics-list is compared with customers-me, which comes along.
+		{" topics-list ,", "static,customers-me,topics-list"},
+		{"static", "static"},
+	} {
+		got, err := selectCases(all, tc.list)
+		if err != nil || names(got) != tc.want {
+			t.Errorf("selectCases(%q) = %s, %v; want %s", tc.list, names(got), err, tc.want)
+		}
+	}
+	if _, err := selectCases(all, "topics"); err == nil || !strings.Contains(err.Error(), "topics-list") {
+		t.Errorf("unknown case: %v", err)
+	}
+}
+
+func TestChecks(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "https://x/api/Translations/detect-language-ai?country=CA&state=Quebec&city=Montreal", nil)
+	if err := checkDetectedLanguage(req, nil, []byte(`"fr"`)); err != nil {
+		t.Error(err)
+	}
+	if err := checkDetectedLanguage(req, nil, []byte(`"en"`)); err == nil {
+		t.Error("wrong language accepted")
+	}
+	src := []byte(translateBody("The red dog sees the old house today."))
+	for body, ok := range map[string]bool{
+		`"El perro rojo ve la casa vieja hoy."`:     true,
+		`"The red dog sees the old house today."`:   false, // untranslated
+		`"El perro rojo sees the old house today."`: false, // half English
+		`""`: false,
+		`{"type":"about:blank","title":"Internal"}`: false,
+	} {
+		if err := checkTranslation(nil, src, []byte(body)); (err == nil) != ok {
+			t.Errorf("checkTranslation(%s) = %v", body, err)
+		}
+	}
+	page := `{"items":[` + strings.Repeat(`{"topicID":1,"name":"x"},`, topicsPageSize-1) + `{"topicID":2}],"totalCount":1000,"totalPages":50}`
+	if err := checkTopicsPage(nil, nil, []byte(page)); err != nil {
+		t.Error(err)
+	}
+	if err := checkTopicsPage(nil, nil, []byte(`{"items":[],"totalCount":1000,"totalPages":50}`)); err == nil {
+		t.Error("empty page accepted")
+	}
+}
+
+// A 200 with a wrong answer is an error of the request, as a bad status is.
+func TestCheckingTransportFailsWrongAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`"The house is big."`)) // echoes, as a same-language answer would
+	}))
+	defer srv.Close()
+	c := &benchCase{Name: "t", Method: http.MethodPost, Path: "/", Body: translateBody("The house is big."), Check: checkTranslation}
+	e := &benchEnv{Client: srv.Client(), BaseURL: srv.URL}
+	_, err := c.preflight(context.Background(), e, c.client(srv.Client(), 4))
+	if err == nil || !strings.Contains(err.Error(), "untranslated") {
+		t.Fatalf("preflight error %v, want the untranslated answer reported", err)
+	}
+}
