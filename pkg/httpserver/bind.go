@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,6 +38,11 @@ func BindJSON(c *gin.Context, dst any) error {
 func DecodeJSON(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apperr.E(apperr.Invalid, "a JSON request body is required")
+	}
+	// encoding/json would quietly turn invalid bytes into U+FFFD and the
+	// damaged text would be stored; JSON text must be UTF-8 (RFC 8259).
+	if !utf8.Valid(body) {
+		return apperr.E(apperr.Invalid, "the request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(dst); err != nil {

@@ -10,9 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +82,7 @@ func New(o Options) (*Server, error) {
 	reg.MustRegister(requests, latency)
 
 	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks}
-	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, s.bodyLimit(o.MaxBodyBytes))
+	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
 	e.NoRoute(func(c *gin.Context) {
 		WriteError(c, s.log, apperr.E(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -166,6 +169,32 @@ func (s *Server) bodyLimit(n int64) gin.HandlerFunc {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
 		c.Next()
 	}
+}
+
+// queryCheck refuses query strings that do not decode: Go's URL.Query()
+// silently drops malformed pairs (a broken pageSize=%zz would quietly become
+// the default page) and keeps invalid UTF-8 that the database would refuse.
+func (s *Server) queryCheck(c *gin.Context) {
+	raw := c.Request.URL.RawQuery
+	if raw == "" {
+		c.Next()
+		return
+	}
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		WriteError(c, s.log, apperr.E(apperr.Invalid, "the query string is malformed: %s", err.Error()))
+		return
+	}
+	for k, vs := range vals {
+		for _, v := range append(vs, k) {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				WriteError(c, s.log, &apperr.Error{Code: apperr.Invalid, Message: "the query string is not valid UTF-8 text",
+					Fields: map[string]string{strings.ToValidUTF8(k, "?"): "must be valid UTF-8 text without NUL"}})
+				return
+			}
+		}
+	}
+	c.Next()
 }
 
 func (s *Server) ready(c *gin.Context) {

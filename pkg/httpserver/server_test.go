@@ -93,6 +93,7 @@ func TestBindJSONErrors(t *testing.T) {
 		{"no content type", "", `{"name":"a"}`, 415, ""},
 		{"form content type", "application/x-www-form-urlencoded", `name=a`, 415, ""},
 		{"garbage content type", ";;;", `{}`, 415, ""},
+		{"invalid utf-8", "application/json", "{\"name\":\"Caf\xe9\"}", 400, ""},
 		{"too large", "application/json", `{"name":"` + strings.Repeat("x", 100) + `"}`, 413, ""},
 	}
 	for _, tc := range cases {
@@ -195,5 +196,18 @@ func TestReadiness(t *testing.T) {
 	}
 	if rec, _ := do(t, h, http.MethodGet, "/metrics", "", ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), "http_requests_total") {
 		t.Fatalf("metrics: %d", rec.Code)
+	}
+}
+
+func TestMalformedQueryStrings(t *testing.T) {
+	h := newTestServer(t).Handler()
+	for _, q := range []string{"pageSize=%zz", "name=%ff", "a=%00", "%e9=1"} {
+		rec, p := do(t, h, http.MethodGet, "/api/Items/x?"+q, "", "")
+		if rec.Code != 400 || p.Detail == "" {
+			t.Fatalf("%s: %d %+v", q, rec.Code, p)
+		}
+	}
+	if rec, _ := do(t, h, http.MethodGet, "/api/Items/x?name=caf%C3%A9&x=1", "", ""); rec.Code != 200 {
+		t.Fatalf("valid query refused: %d", rec.Code)
 	}
 }

@@ -205,6 +205,10 @@ func Error(err error, what string) error {
 			return apperr.Wrap(apperr.Invalid, err, "the %s refers to a record that does not exist", what)
 		case "23514", "22001", "22003", "22P02", "23502":
 			return apperr.Wrap(apperr.Invalid, err, "the %s has an invalid value", what)
+		case "40P01", "40001":
+			// A deadlock or serialization failure: nothing is wrong with the
+			// request, it lost a race and can simply be sent again.
+			return apperr.Wrap(apperr.Conflict, err, "the %s was changed concurrently; retry the request", what)
 		}
 	}
 	return apperr.Wrap(apperr.Internal, err, "")

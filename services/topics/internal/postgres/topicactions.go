@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"context"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
 
-	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -69,21 +69,37 @@ func (s *Store) CreateTopicActions(ctx context.Context, customerID int64, items 
 		if err := check(refs); err != nil {
 			return err
 		}
-		created = make([]topics.TopicAction, 0, len(items))
-		for _, it := range items {
+		// Insert in (topic, action) order whatever the request order, so two
+		// overlapping bulk requests take the unique-index locks in the same
+		// order and one waits for the other instead of deadlocking.
+		order := make([]int, len(items))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(a, b int) bool {
+			x, y := items[order[a]], items[order[b]]
+			return x.TopicID < y.TopicID || x.TopicID == y.TopicID && x.ActionID < y.ActionID
+		})
+		created = make([]topics.TopicAction, len(items))
+		for _, i := range order {
+			it := items[i]
 			m, err := scanTopicAction(tx.QueryRow(ctx, `INSERT INTO topic_actions (customer_id, topic_id, action_id, priority, is_active)
 				VALUES ($1, $2, $3, $4, $5) RETURNING `+topicActionCols, customerID, it.TopicID, it.ActionID, it.Priority, it.IsActive))
+			if postgres.UniqueViolation(err, "topic_actions_pair_key") {
+				// A concurrent request mapped this pair after our check: let
+				// check name the item as it names pairs it saw.
+				refs.Existing[[2]int64{it.TopicID, it.ActionID}] = true
+				if cerr := check(refs); cerr != nil {
+					return cerr
+				}
+			}
 			if err != nil {
 				return err
 			}
-			created = append(created, m)
+			created[i] = m
 		}
 		return nil
 	})
-	if postgres.UniqueViolation(err, "topic_actions_pair_key") {
-		// A concurrent request mapped the same pair after our check.
-		return nil, apperr.Wrap(apperr.Conflict, err, "a mapping of this topic and action already exists")
-	}
 	return created, postgres.Error(err, "topic action")
 }
 
