@@ -52,7 +52,7 @@ func TestRenderGatewayConfig(t *testing.T) {
 	if s.EntryPoints["web"].Address != cfg.WebAddress || s.EntryPoints["websecure"].Address != cfg.WebSecureAddress || s.EntryPoints["traefik"].Address != cfg.APIAddress {
 		t.Errorf("entrypoints %+v", s.EntryPoints)
 	}
-	if s.Experimental.LocalPlugins["httpsrequired"].ModuleName != "github.com/supportplatform/httpsrequired" {
+	if s.Experimental.LocalPlugins["staticproblem"].ModuleName != "github.com/supportplatform/staticproblem" {
 		t.Errorf("local plugins %+v", s.Experimental.LocalPlugins)
 	}
 	if s.AccessLog.Format != "json" {

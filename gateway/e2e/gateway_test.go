@@ -446,3 +446,28 @@ func TestGatewayBackendDownIsProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A path no service owns is a 404 problem from the gateway, whatever the
+// method, and does not close the connection.
+func TestGatewayUnknownPathIsProblem(t *testing.T) {
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/"},
+		{http.MethodGet, "/nowhere"},
+		{http.MethodPost, "/api/Nothing/here"},
+		{http.MethodDelete, "/api/AuthX"},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), tc.method, stk.HTTPSURL+tc.path, nil)
+		resp, err := stk.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || resp.Close {
+			t.Fatalf("%s %s: %d close=%v %s", tc.method, tc.path, resp.StatusCode, resp.Close, body)
+		}
+		if err := api.ValidateProblem(resp.StatusCode, resp.Header, body); err != nil {
+			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package httpsrequired
+package staticproblem
 
 import (
 	"context"
@@ -66,5 +66,27 @@ func TestRefusesWithoutCallingNext(t *testing.T) {
 	}
 	if called {
 		t.Error("next handler was called")
+	}
+}
+
+func TestConfiguredNotFound(t *testing.T) {
+	cfg := CreateConfig()
+	cfg.Status, cfg.Title, cfg.Type, cfg.CloseConnection = 404, "Not Found", "https://supportplatform.dev/problems/not_found", false
+	h, err := New(context.Background(), nil, cfg, "nf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nowhere", nil))
+	var p map[string]interface{}
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != 404 || p["status"] != float64(404) || rec.Header().Get("Connection") == "close" {
+		t.Fatalf("%d %v %v", rec.Code, p, rec.Header())
+	}
+	cfg.Status = 200
+	if _, err := New(context.Background(), nil, cfg, "bad"); err == nil {
+		t.Fatal("a non-error status must be refused")
 	}
 }

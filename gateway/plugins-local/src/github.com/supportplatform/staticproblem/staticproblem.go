@@ -1,18 +1,21 @@
-// Package httpsrequired is a Traefik middleware plugin, interpreted by
-// Traefik's embedded Yaegi, that refuses a request with an RFC 9457 problem
-// saying that HTTPS is required. It never calls the next handler, so a
-// request it sees is never proxied, and it never redirects: a client that
-// spoke plain HTTP may already have sent its token in clear, and a redirect
-// would teach it that doing so works.
+// Package staticproblem is a Traefik middleware plugin, interpreted by
+// Traefik's embedded Yaegi, that answers every request it sees with one fixed
+// RFC 9457 problem and never calls the next handler. The gateway uses it
+// twice: on the plain-HTTP entrypoint (403 "HTTPS required": never proxied,
+// never redirected, because a client that spoke plain HTTP may already have
+// sent its token in clear and a redirect would teach it that this works), and
+// as the TLS entrypoint's catch-all for paths no service owns (404), so that
+// no answer of the gateway is Traefik's bare text.
 //
 // Only the standard library is used: Yaegi loads no third-party packages.
-package httpsrequired
+package staticproblem
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -20,31 +23,40 @@ import (
 // Config is the plugin configuration (the middleware's options in the
 // dynamic configuration).
 type Config struct {
+	Status int    `json:"status,omitempty"`
 	Type   string `json:"type,omitempty"`
 	Title  string `json:"title,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// CloseConnection ends the connection after the answer: right for a
+	// refused plain-HTTP request whose body is not read, wrong for a 404.
+	CloseConnection bool `json:"closeConnection,omitempty"`
 }
 
 // CreateConfig returns the defaults Traefik decodes the options onto.
 func CreateConfig() *Config {
 	return &Config{
-		Type:   "https://supportplatform.dev/problems/https-required",
+		Status:          http.StatusForbidden,
+		CloseConnection: true,
+		Type:            "https://supportplatform.dev/problems/https-required",
 		Title:  "HTTPS required",
 		Detail: "This API is served over HTTPS only.",
 	}
 }
 
-type refuser struct {
+type responder struct {
 	name   string
 	config Config
 }
 
 // New builds the handler. next is deliberately dropped.
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
-	return &refuser{name: name, config: *config}, nil
+	if config.Status < 400 || config.Status > 599 {
+		return nil, fmt.Errorf("staticproblem %s: status %d is not an error status", name, config.Status)
+	}
+	return &responder{name: name, config: *config}, nil
 }
 
-func (r *refuser) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *responder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	requestID := req.Header.Get("X-Request-Id")
 	if !validRequestID(requestID) {
 		requestID = newRequestID()
@@ -52,23 +64,25 @@ func (r *refuser) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := json.Marshal(map[string]interface{}{
 		"type":      r.config.Type,
 		"title":     r.config.Title,
-		"status":    http.StatusForbidden,
+		"status":    r.config.Status,
 		"detail":    r.config.Detail,
 		"instance":  req.URL.Path,
 		"requestId": requestID,
 	})
 	if err != nil {
-		http.Error(w, "HTTPS required", http.StatusForbidden)
+		http.Error(w, r.config.Title, r.config.Status)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Request-Id", requestID)
-	// The body of the request is not read; closing keeps a client from
-	// reusing a connection on which it is still sending.
-	h.Set("Connection", "close")
-	w.WriteHeader(http.StatusForbidden)
+	if r.config.CloseConnection {
+		// The body of the request is not read; closing keeps a client from
+		// reusing a connection on which it is still sending.
+		h.Set("Connection", "close")
+	}
+	w.WriteHeader(r.config.Status)
 	_, _ = w.Write(body)
 }
 

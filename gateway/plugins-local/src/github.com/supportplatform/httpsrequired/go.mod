@@ -1,3 +1,0 @@
-module github.com/supportplatform/httpsrequired
-
-go 1.22

@@ -1,0 +1,3 @@
+module github.com/supportplatform/staticproblem
+
+go 1.22
