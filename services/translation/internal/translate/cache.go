@@ -25,13 +25,15 @@ const (
 	ModeHTML  Mode = "html"
 )
 
-// CacheKey derives the key of a translation: the hex SHA-256 of the source text, the language
-// pair, the provider and the mode. Each part is length-prefixed so that no two different tuples
-// hash the same input.
-func CacheKey(text, source, target, provider string, mode Mode) string {
+// CacheKey derives the key of a finished translation: the hex SHA-256 of the source text, the
+// target language and the mode. The detected source language and the chosen provider are left
+// out on purpose: both follow from the text and the configuration, so a repeated request is
+// answered from the cache before any detection or provider selection runs. Each part is
+// length-prefixed so that no two different tuples hash the same input.
+func CacheKey(text, target string, mode Mode) string {
 	h := sha256.New()
 	var n [8]byte
-	for _, part := range []string{"v1", text, source, target, provider, string(mode)} {
+	for _, part := range []string{"v2", text, target, string(mode)} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])
 		h.Write([]byte(part))

@@ -201,7 +201,7 @@ func TestRedisCachedTranslation(t *testing.T) {
 	if ap.calls.Load() != 1 {
 		t.Fatalf("apertium ran %d times, want 1", ap.calls.Load())
 	}
-	key := prefix + translate.CacheKey("The house is big", "en", "es", "apertium", translate.ModePlain)
+	key := prefix + translate.CacheKey("The house is big", "es", translate.ModePlain)
 	if val, err := rdb.Get(ctx, key).Result(); err != nil || val != first {
 		t.Fatalf("redis %s = %q, %v", key, val, err)
 	}

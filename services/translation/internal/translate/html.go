@@ -33,6 +33,9 @@ func (s *Service) TranslateToHTML(ctx context.Context, sourceText, targetLang st
 	if err != nil {
 		return "", err
 	}
+	if out, ok := s.cached(ctx, CacheKey(sourceText, target, ModeHTML)); ok {
+		return out, nil
+	}
 	if LooksLikeHTML(sourceText) {
 		return s.translateHTML(ctx, sourceText, target)
 	}

@@ -109,6 +109,9 @@ func (s *Service) Translate(ctx context.Context, sourceText, targetLang string) 
 	if err != nil {
 		return "", err
 	}
+	if out, ok := s.cached(ctx, CacheKey(sourceText, target, ModePlain)); ok {
+		return out, nil
+	}
 	if !hasLetters(sourceText) {
 		return sourceText, nil
 	}
@@ -194,10 +197,6 @@ func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, mode Mode
 		return "", unsupported(pair)
 	}
 
-	if out, ok := s.cached(ctx, pair, mode, input, serving); ok {
-		return out, nil
-	}
-
 	var errs []error
 	for _, p := range serving {
 		got, err := p.Translate(ctx, pair, core)
@@ -228,7 +227,7 @@ func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, mode Mode
 		if err != nil {
 			return "", upstream("translation output could not be assembled", err)
 		}
-		s.store(ctx, CacheKey(input, pair.Source, pair.Target, p.Name(), mode), out)
+		s.store(ctx, CacheKey(input, pair.Target, mode), out)
 		return out, nil
 	}
 	return "", upstream("every translation provider for "+pair.String()+" failed", errors.Join(errs...))
@@ -254,23 +253,17 @@ func (s *Service) serving(ctx context.Context, pair mt.Pair) ([]mt.Translator, [
 	return out, errs
 }
 
-// cached looks for a stored result of any serving provider, in preference order, before any
-// engine is asked: a result cached while the first engine was down is still a valid answer.
-func (s *Service) cached(ctx context.Context, pair mt.Pair, mode Mode, input string, serving []mt.Translator) (string, bool) {
+// cached returns a stored answer. A failing cache is a miss, never an error.
+func (s *Service) cached(ctx context.Context, key string) (string, bool) {
 	if s.cache == nil {
 		return "", false
 	}
-	for _, p := range serving {
-		val, ok, err := s.cache.Get(ctx, CacheKey(input, pair.Source, pair.Target, p.Name(), mode))
-		if err != nil {
-			s.log.WarnContext(ctx, "translation cache read failed", "err", err)
-			return "", false
-		}
-		if ok {
-			return val, true
-		}
+	val, ok, err := s.cache.Get(ctx, key)
+	if err != nil {
+		s.log.WarnContext(ctx, "translation cache read failed", "err", err)
+		return "", false
 	}
-	return "", false
+	return val, ok
 }
 
 func (s *Service) store(ctx context.Context, key, val string) {

@@ -22,8 +22,9 @@ type fakeEngine struct {
 	fail       error
 	reply      func(text string) string
 
-	mu    sync.Mutex
-	calls []fakeCall
+	mu       sync.Mutex
+	calls    []fakeCall
+	supports int
 }
 
 type fakeCall struct {
@@ -33,7 +34,16 @@ type fakeCall struct {
 
 func (f *fakeEngine) Name() string { return f.name }
 
+func (f *fakeEngine) supportCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.supports
+}
+
 func (f *fakeEngine) Supports(_ context.Context, p mt.Pair) (bool, error) {
+	f.mu.Lock()
+	f.supports++
+	f.mu.Unlock()
 	if f.supportErr != nil {
 		return false, f.supportErr
 	}
@@ -382,7 +392,7 @@ func TestCache(t *testing.T) {
 		if e.callCount() != 1 {
 			t.Fatalf("engine called %d times, want 1", e.callCount())
 		}
-		key := CacheKey(english, "en", "es", "apertium", ModePlain)
+		key := CacheKey(english, "es", ModePlain)
 		if c.data[key] != first || c.ttls[key] != time.Hour {
 			t.Fatalf("cache holds %q with TTL %v under the documented key", c.data[key], c.ttls[key])
 		}
@@ -396,15 +406,14 @@ func TestCache(t *testing.T) {
 			t.Fatalf("TranslateToHTML = %q, %v; want HTML, not the cached plain text %q", html, err, plain)
 		}
 	})
-	t.Run("result cached from a later provider is found", func(t *testing.T) {
+	t.Run("a cached answer is served before detection and provider choice", func(t *testing.T) {
 		a := &fakeEngine{name: "a", pairs: serves("*")}
-		b := &fakeEngine{name: "b", pairs: serves("*")}
 		c := newMemCache()
-		c.data[CacheKey(english, "en", "es", "b", ModePlain)] = "cached by b"
-		svc := New(Config{Providers: []mt.Translator{a, b}, Cache: c})
-		got, err := svc.Translate(ctx, english, "es")
-		if err != nil || got != "cached by b" || a.callCount()+b.callCount() != 0 {
-			t.Fatalf("Translate = %q, %v with %d engine calls; want the cached value and no calls", got, err, a.callCount()+b.callCount())
+		c.data[CacheKey(english, "es", ModePlain)] = "cached answer"
+		svc := New(Config{Providers: []mt.Translator{a}, Cache: c})
+		got, err := svc.Translate(ctx, english, "spa")
+		if err != nil || got != "cached answer" || a.callCount() != 0 || a.supportCalls() != 0 {
+			t.Fatalf("Translate = %q, %v with %d engine calls; want the cached value and no engine work", got, err, a.callCount())
 		}
 	})
 	t.Run("broken cache does not fail translation", func(t *testing.T) {
@@ -419,24 +428,22 @@ func TestCache(t *testing.T) {
 }
 
 func TestCacheKey(t *testing.T) {
-	base := CacheKey("text", "en", "es", "apertium", ModePlain)
+	base := CacheKey("text", "es", ModePlain)
 	if len(base) != 64 {
 		t.Fatalf("key %q is not a hex SHA-256", base)
 	}
 	for name, other := range map[string]string{
-		"text":     CacheKey("text2", "en", "es", "apertium", ModePlain),
-		"source":   CacheKey("text", "fr", "es", "apertium", ModePlain),
-		"target":   CacheKey("text", "en", "ca", "apertium", ModePlain),
-		"provider": CacheKey("text", "en", "es", "openai", ModePlain),
-		"mode":     CacheKey("text", "en", "es", "apertium", ModeHTML),
-		"boundary": CacheKey("tex", "ten", "es", "apertium", ModePlain),
+		"text":     CacheKey("text2", "es", ModePlain),
+		"target":   CacheKey("text", "ca", ModePlain),
+		"mode":     CacheKey("text", "es", ModeHTML),
+		"boundary": CacheKey("tex", "tes", ModePlain),
 	} {
 		if other == base {
 			t.Errorf("changing the %s does not change the key", name)
 		}
 	}
-	if CacheKey("text", "en", "es", "apertium", ModePlain) != base {
-		t.Error("key is not deterministic")
+	if CacheKey("text", "es", ModePlain) != base {
+		t.Error("the key is not deterministic")
 	}
 }
 
