@@ -38,8 +38,8 @@ func CreateConfig() *Config {
 		Status:          http.StatusForbidden,
 		CloseConnection: true,
 		Type:            "https://supportplatform.dev/problems/https-required",
-		Title:  "HTTPS required",
-		Detail: "This API is served over HTTPS only.",
+		Title:           "HTTPS required",
+		Detail:          "This API is served over HTTPS only.",
 	}
 }
 
