@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/httpserver"
+	"supportplatform.dev/pkg/paging"
 )
 
 // The record routes of every resource share one shape: the caller's customer,
@@ -85,4 +86,37 @@ func deleteOne(c *gin.Context, del func(context.Context, int64, int64) error) er
 	}
 	c.Status(http.StatusNoContent)
 	return nil
+}
+
+// listPage answers a list route: filter reads the resource's own query
+// parameters (problems collect in q and are reported together with paging
+// problems), list pages through the caller's records.
+func listPage[F, T, R any](c *gin.Context, filter func(q *query) F,
+	list func(context.Context, int64, F, paging.Page) ([]T, int, error), to func(T) R) error {
+	cid, err := customer(c)
+	if err != nil {
+		return err
+	}
+	q := newQuery(c)
+	pg := q.page()
+	f := filter(q)
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, total, err := list(c.Request.Context(), cid, f, pg)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, to), total, pg))
+	return nil
+}
+
+// noFilter is the filter of resources listed without query filters.
+func noFilter(*query) struct{} { return struct{}{} }
+
+// unfiltered adapts a list call that takes no filter to listPage.
+func unfiltered[T any](list func(context.Context, int64, paging.Page) ([]T, int, error)) func(context.Context, int64, struct{}, paging.Page) ([]T, int, error) {
+	return func(ctx context.Context, cid int64, _ struct{}, p paging.Page) ([]T, int, error) {
+		return list(ctx, cid, p)
+	}
 }

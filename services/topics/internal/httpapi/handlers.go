@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/httpserver"
-	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/services/topics/internal/topics"
 )
 
@@ -58,24 +57,11 @@ func toTopic(t topics.Topic) topicResponse {
 }
 
 func (h *Handlers) listTopics(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := newQuery(c)
-	pg := q.page()
-	sort, err := topics.ParseTopicSort(q.get("sort"))
-	q.merge(err)
-	name := q.text("name", topics.MaxNameLen)
-	if err := q.err(); err != nil {
-		return err
-	}
-	items, total, err := h.svc.ListTopics(c.Request.Context(), cid, topics.TopicFilter{NameContains: name, Sort: sort}, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toTopic), total, pg))
-	return nil
+	return listPage(c, func(q *query) topics.TopicFilter {
+		sort, err := topics.ParseTopicSort(q.get("sort"))
+		q.merge(err)
+		return topics.TopicFilter{Sort: sort, NameContains: q.text("name", topics.MaxNameLen)}
+	}, h.svc.ListTopics, toTopic)
 }
 
 func (h *Handlers) getTopic(c *gin.Context) error {
@@ -128,21 +114,7 @@ func toAction(a topics.Action) actionResponse {
 }
 
 func (h *Handlers) listActions(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := newQuery(c)
-	pg := q.page()
-	if err := q.err(); err != nil {
-		return err
-	}
-	items, total, err := h.svc.ListActions(c.Request.Context(), cid, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toAction), total, pg))
-	return nil
+	return listPage(c, noFilter, unfiltered(h.svc.ListActions), toAction)
 }
 
 func (h *Handlers) getAction(c *gin.Context) error {
@@ -201,21 +173,7 @@ func toDocument(d topics.Document) documentResponse {
 }
 
 func (h *Handlers) listDocuments(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := newQuery(c)
-	pg := q.page()
-	if err := q.err(); err != nil {
-		return err
-	}
-	items, total, err := h.svc.ListDocuments(c.Request.Context(), cid, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toDocument), total, pg))
-	return nil
+	return listPage(c, noFilter, unfiltered(h.svc.ListDocuments), toDocument)
 }
 
 func (h *Handlers) getDocument(c *gin.Context) error {

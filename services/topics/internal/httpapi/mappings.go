@@ -52,28 +52,15 @@ type bulkTopicActionsResponse struct {
 }
 
 func (h *Handlers) listTopicActions(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := newQuery(c)
-	pg := q.page()
-	f := topics.TopicActionFilter{
-		TopicID:   q.id("topicId"),
-		ActionID:  q.id("actionId"),
-		HookName:  q.text("hookName", topics.MaxHookNameLen),
-		ChannelID: q.id("channelId"),
-		IsActive:  q.boolean("isActive"),
-	}
-	if err := q.err(); err != nil {
-		return err
-	}
-	items, total, err := h.svc.ListTopicActions(c.Request.Context(), cid, f, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toTopicAction), total, pg))
-	return nil
+	return listPage(c, func(q *query) topics.TopicActionFilter {
+		return topics.TopicActionFilter{
+			TopicID:   q.id("topicId"),
+			ActionID:  q.id("actionId"),
+			HookName:  q.text("hookName", topics.MaxHookNameLen),
+			ChannelID: q.id("channelId"),
+			IsActive:  q.boolean("isActive"),
+		}
+	}, h.svc.ListTopicActions, toTopicAction)
 }
 
 func (h *Handlers) getTopicAction(c *gin.Context) error {
@@ -212,28 +199,15 @@ func toTopicDocument(m topics.TopicDocument) topicDocumentResponse {
 }
 
 func (h *Handlers) listTopicDocuments(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := newQuery(c)
-	pg := q.page()
-	f := topics.TopicDocumentFilter{
-		TopicID:    q.id("topicId"),
-		DocumentID: q.id("documentId"),
-		ChannelID:  q.id("channelId"),
-		HookName:   q.text("hookName", topics.MaxHookNameLen),
-		IsHook:     q.boolean("isHook"),
-	}
-	if err := q.err(); err != nil {
-		return err
-	}
-	items, total, err := h.svc.ListTopicDocuments(c.Request.Context(), cid, f, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toTopicDocument), total, pg))
-	return nil
+	return listPage(c, func(q *query) topics.TopicDocumentFilter {
+		return topics.TopicDocumentFilter{
+			TopicID:    q.id("topicId"),
+			DocumentID: q.id("documentId"),
+			ChannelID:  q.id("channelId"),
+			HookName:   q.text("hookName", topics.MaxHookNameLen),
+			IsHook:     q.boolean("isHook"),
+		}
+	}, h.svc.ListTopicDocuments, toTopicDocument)
 }
 
 func (h *Handlers) getTopicDocument(c *gin.Context) error {
@@ -300,28 +274,16 @@ type lookupResponse struct {
 }
 
 func (h *Handlers) listPageMappings(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := newQuery(c)
-	pg := q.page()
-	f := topics.PageMappingFilter{TopicID: q.id("topicId")}
-	switch mt := topics.MatchType(strings.ToLower(q.get("matchType"))); mt {
-	case "", topics.MatchExact, topics.MatchPrefix:
-		f.MatchType = mt
-	default:
-		q.v.Add("matchType", "must be exact or prefix")
-	}
-	if err := q.err(); err != nil {
-		return err
-	}
-	items, total, err := h.svc.ListPageMappings(c.Request.Context(), cid, f, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toPageMapping), total, pg))
-	return nil
+	return listPage(c, func(q *query) topics.PageMappingFilter {
+		f := topics.PageMappingFilter{TopicID: q.id("topicId")}
+		switch mt := topics.MatchType(strings.ToLower(q.get("matchType"))); mt {
+		case "", topics.MatchExact, topics.MatchPrefix:
+			f.MatchType = mt
+		default:
+			q.v.Add("matchType", "must be exact or prefix")
+		}
+		return f
+	}, h.svc.ListPageMappings, toPageMapping)
 }
 
 func (h *Handlers) lookupPage(c *gin.Context) error {
