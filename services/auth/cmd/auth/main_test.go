@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"supportplatform.dev/pkg/apicontract"
-	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/pkg/config/configtest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/postgres/pgtest"
@@ -207,13 +206,7 @@ func TestRunRejectsBadConfigAndCommands(t *testing.T) {
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	doc, err := os.ReadFile("../../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing := config.Undocumented(string(doc), Config{}); len(missing) > 0 {
-		t.Fatalf("README config table lacks %v", missing)
-	}
+	configtest.RequireDocumented(t, "../../../../README.md", Config{})
 }
 
 func TestEveryRouteIsDocumented(t *testing.T) {

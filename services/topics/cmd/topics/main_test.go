@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"supportplatform.dev/pkg/config/configtest"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -56,4 +57,8 @@ func TestMigrateAndCommands(t *testing.T) {
 	if err := run(ctx, []string{"topics"}, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), "SHUTDOWN_GRACE") {
 		t.Fatalf("bad config: %v", err)
 	}
+}
+
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	configtest.RequireDocumented(t, "../../../../README.md", Config{})
 }

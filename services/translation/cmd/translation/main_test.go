@@ -4,25 +4,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/apicontract"
-	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/pkg/config/configtest"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/services/translation/internal/httpapi"
 )
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	doc, err := os.ReadFile("../../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing := config.Undocumented(string(doc), Config{}); len(missing) > 0 {
-		t.Fatalf("README config table lacks %v", missing)
-	}
+	configtest.RequireDocumented(t, "../../../../README.md", Config{})
 }
 
 func TestRunRejectsUnknownProvider(t *testing.T) {
