@@ -142,11 +142,16 @@ func describe(t reflect.Type, out *[]Var) {
 }
 
 // Undocumented returns the variables of cfg that doc (the README) does not
-// mention as a table row "| `NAME` |", so the config table cannot drift.
+// list as a table row "| `NAME` | `default` |" ("(empty)" for no default),
+// so neither the names nor the defaults in the config table can drift.
 func Undocumented(doc string, cfg any) []string {
 	var missing []string
 	for _, v := range Describe(cfg) {
-		if !strings.Contains(doc, "| `"+v.Name+"` |") {
+		def := "(empty)"
+		if v.Default != "" {
+			def = "`" + v.Default + "`"
+		}
+		if !strings.Contains(doc, "| `"+v.Name+"` | "+def+" |") {
 			missing = append(missing, v.Name)
 		}
 	}

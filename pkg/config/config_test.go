@@ -56,14 +56,16 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestUndocumented(t *testing.T) {
-	doc := "| `ADDR` | x |\n| `TOKEN` | y |"
+	doc := "| `ADDR` | `:8080` | x |\n| `TOKEN` | (empty) | y |\n| `MAX` | `4` | wrong default |"
 	missing := Undocumented(doc, testConfig{})
 	if len(missing) == 0 || missing[0] != "LOG_LEVEL" {
 		t.Fatalf("%v", missing)
 	}
+	found := map[string]bool{}
 	for _, m := range missing {
-		if m == "ADDR" || m == "TOKEN" {
-			t.Fatalf("documented var reported: %v", missing)
-		}
+		found[m] = true
+	}
+	if found["ADDR"] || found["TOKEN"] || !found["MAX"] {
+		t.Fatalf("documented vars reported or a wrong default accepted: %v", missing)
 	}
 }
