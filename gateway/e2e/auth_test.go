@@ -376,6 +376,7 @@ func TestAuthAccountsAndRoles(t *testing.T) {
 	if r.Status != http.StatusCreated || r.Header.Get("Location") == "" {
 		t.Fatalf("create agent: %d %s", r.Status, r.Body)
 	}
+	location := r.Header.Get("Location")
 	if r := c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": agentEmail, "name": "Again", "role": "agent", "password": "agent passphrase"}); r.Status != http.StatusConflict {
 		t.Fatalf("duplicate address: %d", r.Status)
 	}
@@ -384,6 +385,24 @@ func TestAuthAccountsAndRoles(t *testing.T) {
 		t.Fatalf("validation: %d %+v", r.Status, p)
 	}
 	agent := c.Login(agentEmail, "agent passphrase")
+	r = c.Do(http.MethodGet, location, admin, nil)
+	var got map[string]any
+	r.JSON(t, &got)
+	if r.Status != http.StatusOK || got["email"] != agentEmail || got["role"] != "agent" {
+		t.Fatalf("GET %s: %d %s", location, r.Status, r.Body)
+	}
+	if r := c.Do(http.MethodGet, location, agent, nil); r.Status != http.StatusForbidden {
+		t.Fatalf("agent reading an account: %d", r.Status)
+	}
+	// Another customer's admin does not learn that the account exists.
+	if r := c.Do(http.MethodGet, location, c.Login(demo.Email, demo.Password), nil); r.Status != http.StatusNotFound {
+		t.Fatalf("another tenant's account: %d %s", r.Status, r.Body)
+	}
+	for path, want := range map[string]int{"/api/Accounts/abc": 400, "/api/Accounts/0": 400, "/api/Accounts/999999999": 404} {
+		if r := c.Do(http.MethodGet, path, admin, nil); r.Status != want {
+			t.Fatalf("%s: %d, want %d", path, r.Status, want)
+		}
+	}
 	if r := c.Do(http.MethodGet, "/api/Accounts", agent, nil); r.Status != http.StatusForbidden {
 		t.Fatalf("agent listing accounts: %d", r.Status)
 	}

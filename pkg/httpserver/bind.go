@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -104,4 +105,15 @@ func requireJSON(r *http.Request) error {
 		return apperr.E(apperr.UnsupportedType, "Content-Type must be application/json, not %q", ct)
 	}
 	return nil
+}
+
+// PathID parses the :id path segment: a positive integer, else a 400 naming
+// "id" (never a 404, so a client learns its URL is malformed).
+func PathID(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &apperr.Error{Code: apperr.Invalid, Message: "the id in the path must be a positive integer",
+			Fields: map[string]string{"id": "must be a positive integer"}}
+	}
+	return id, nil
 }

@@ -288,6 +288,16 @@ func (s *Service) ListAccounts(ctx context.Context, p authn.Principal, offset, l
 	return s.store.ListAccounts(ctx, p.CustomerID, offset, limit)
 }
 
+// GetAccount returns one account of the caller's customer. Admins only;
+// another customer's account is not found.
+func (s *Service) GetAccount(ctx context.Context, p authn.Principal, accountID int64) (Account, error) {
+	if p.Role != authn.RoleAdmin {
+		return Account{}, apperr.E(apperr.Forbidden, "only admins can read accounts")
+	}
+	a, _, err := s.store.Account(ctx, p.CustomerID, accountID)
+	return a, err
+}
+
 // CustomerExists answers other services (translation's "customer not found").
 func (s *Service) CustomerExists(ctx context.Context, customerID int64) (bool, error) {
 	return s.store.CustomerExists(ctx, customerID)

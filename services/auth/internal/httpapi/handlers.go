@@ -181,3 +181,20 @@ func (h *Handlers) listAccounts(c *gin.Context) error {
 	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toAccount), total, pg))
 	return nil
 }
+
+func (h *Handlers) getAccount(c *gin.Context) error {
+	p, err := authn.Must(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	id, err := httpserver.PathID(c)
+	if err != nil {
+		return err
+	}
+	a, err := h.svc.GetAccount(c.Request.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, toAccount(a))
+	return nil
+}

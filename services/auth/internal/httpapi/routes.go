@@ -19,4 +19,5 @@ func (h *Handlers) Routes(e *gin.Engine, requireToken gin.HandlerFunc) {
 	p.GET("/api/Customers/me", h.s.Handle(h.me))
 	p.GET("/api/Accounts", h.s.Handle(h.listAccounts))
 	p.POST("/api/Accounts", h.s.Handle(h.createAccount))
+	p.GET("/api/Accounts/:id", h.s.Handle(h.getAccount))
 }

@@ -21,7 +21,7 @@ func customerAndID(c *gin.Context) (customerID, id int64, err error) {
 	if customerID, err = customer(c); err != nil {
 		return 0, 0, err
 	}
-	id, err = pathID(c)
+	id, err = httpserver.PathID(c)
 	return customerID, id, err
 }
 

@@ -24,16 +24,6 @@ func customer(c *gin.Context) (int64, error) {
 	return p.CustomerID, nil
 }
 
-// pathID parses the :id segment: a positive integer, else 400.
-func pathID(c *gin.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, &apperr.Error{Code: apperr.Invalid, Message: "the id in the path must be a positive integer",
-			Fields: map[string]string{"id": "must be a positive integer"}}
-	}
-	return id, nil
-}
-
 // query reads query parameters by name ignoring the name's case (the spec
 // writes topicId, clients write topicID), trimming the value.
 type query struct {
