@@ -1,15 +1,17 @@
 // Package boot opens the dependencies every service shares (logger,
 // PostgreSQL with its migrations, Redis, NATS, the token verifier and the HTTP
-// server) from config.Common, and closes them in order.
+// server) from config.Common, serves, and shuts them down in order.
 package boot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,6 +24,7 @@ import (
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/logging"
 	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/redisconn"
 )
@@ -31,9 +34,8 @@ type Options struct {
 	Service    string
 	Schema     string // "" = no database
 	Migrations fs.FS
-	NoRedis    bool
-	NoNATS     bool
-	Now        func() time.Time
+	// Outbox relays the schema's outbox table to JetStream while serving.
+	Outbox bool
 }
 
 // Deps are the opened dependencies.
@@ -46,17 +48,35 @@ type Deps struct {
 	Server   *httpserver.Server
 	Now      func() time.Time
 	cfg      config.Common
+	opts     Options
+
+	closeOnce sync.Once
+	closeErr  error
+	// stopWork ends the background work (the outbox relay); workDone is
+	// closed when it has returned.
+	stopWork context.CancelFunc
+	workDone chan struct{}
+	relay    *outbox.Relay
+}
+
+// Migrate applies the service's migrations and returns: it needs PostgreSQL
+// only (the `migrate` subcommand).
+func Migrate(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) error {
+	log := logging.New(stdout, cfg.LogLevel, o.Service)
+	db, err := postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, Schema: o.Schema, Migrations: o.Migrations}, log)
+	if err != nil {
+		return err
+	}
+	db.Close()
+	return nil
 }
 
 // Open connects everything; on error what was opened is closed again.
 func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (d *Deps, err error) {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	d = &Deps{Log: logging.New(stdout, cfg.LogLevel, o.Service), Now: o.Now, cfg: cfg}
+	d = &Deps{Log: logging.New(stdout, cfg.LogLevel, o.Service), Now: time.Now, cfg: cfg, opts: o}
 	defer func() {
 		if err != nil {
-			d.Close()
+			_ = d.Close()
 			d = nil
 		}
 	}()
@@ -67,25 +87,27 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		}
 		checks = append(checks, httpserver.Check{Name: "postgres", Check: d.DB.Ping})
 	}
-	if !o.NoRedis {
-		if d.Redis, err = redisconn.Open(ctx, cfg.RedisURL); err != nil {
-			return nil, err
-		}
-		checks = append(checks, httpserver.Check{Name: "redis", Check: func(ctx context.Context) error { return d.Redis.Ping(ctx).Err() }})
-		d.Verifier = &authn.Verifier{
-			Keys:        authn.NewKeySet(cfg.JWKSURL, &http.Client{Timeout: 5 * time.Second}, o.Now),
-			Revocations: authn.NewRevocations(d.Redis, cfg.RedisPrefix),
-			Issuer:      cfg.JWTIssuer, Audience: cfg.JWTAudience, Now: o.Now,
-		}
+	if d.Redis, err = redisconn.Open(ctx, cfg.RedisURL); err != nil {
+		return nil, err
 	}
-	if !o.NoNATS {
-		if d.Bus, err = natsbus.Connect(cfg.NATSURL, o.Service, contracts.Names{Prefix: cfg.NATSPrefix}, d.Log); err != nil {
-			return nil, err
+	checks = append(checks, httpserver.Check{Name: "redis", Check: func(ctx context.Context) error { return d.Redis.Ping(ctx).Err() }})
+	d.Verifier = &authn.Verifier{
+		Keys:        authn.NewKeySet(cfg.JWKSURL, &http.Client{Timeout: 5 * time.Second}, d.Now),
+		Revocations: authn.NewRevocations(d.Redis, cfg.RedisPrefix),
+		Issuer:      cfg.JWTIssuer, Audience: cfg.JWTAudience, Now: d.Now,
+	}
+	if d.Bus, err = natsbus.Connect(cfg.NATSURL, o.Service, contracts.Names{Prefix: cfg.NATSPrefix}, d.Log); err != nil {
+		return nil, err
+	}
+	if err = d.Bus.EnsureEventsStream(ctx); err != nil {
+		return nil, err
+	}
+	checks = append(checks, httpserver.Check{Name: "nats", Check: d.Bus.Check})
+	if o.Outbox {
+		if d.DB == nil {
+			return nil, errors.New("boot: an outbox needs a schema")
 		}
-		if err = d.Bus.EnsureEventsStream(ctx); err != nil {
-			return nil, err
-		}
-		checks = append(checks, httpserver.Check{Name: "nats", Check: d.Bus.Check})
+		d.relay = outbox.NewRelay(d.DB, d.Bus, d.Log)
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, Checks: checks, TrustedProxies: cfg.TrustedProxies})
@@ -101,26 +123,70 @@ func (d *Deps) Auth() gin.HandlerFunc {
 }
 
 // Serve listens on addr, writes the bound address to stdout (tests start
-// services on port 0) and serves until ctx ends.
+// services on port 0), runs the background work and serves until ctx ends;
+// then it shuts everything down in order (Close) and returns.
 func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 	ln, err := httpserver.Listen(addr)
 	if err != nil {
-		return err
+		return errors.Join(err, d.Close())
+	}
+	if d.relay != nil {
+		var workCtx context.Context
+		workCtx, d.stopWork = context.WithCancel(context.WithoutCancel(ctx))
+		d.workDone = make(chan struct{})
+		go func() {
+			defer close(d.workDone)
+			_ = d.relay.Run(workCtx)
+		}()
 	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
-	return httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace)
+	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace)
+	return errors.Join(err, d.Close())
 }
 
-// Close shuts down in order: NATS (drain), Redis, PostgreSQL.
-func (d *Deps) Close() {
-	if d.Bus != nil {
-		_ = d.Bus.Drain()
-	}
-	if d.Redis != nil {
-		_ = d.Redis.Close()
-	}
-	if d.DB != nil {
-		d.DB.Close()
-	}
+// Close shuts down in order, each step waiting for the one before: the NATS
+// subscriptions and consumers are drained (their running handlers finish, with
+// at most SHUTDOWN_GRACE), the outbox relay stops after publishing what the
+// last handlers committed, the NATS connection drains and closes (waiting for
+// its closed callback), then Redis and PostgreSQL close. The HTTP server has
+// stopped before (Serve). Safe to call more than once.
+func (d *Deps) Close() error {
+	d.closeOnce.Do(func() {
+		grace := d.cfg.ShutdownGrace
+		if grace <= 0 {
+			grace = 15 * time.Second
+		}
+		var errs []error
+		if d.Bus != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			errs = append(errs, d.Bus.DrainSubscriptions(ctx))
+			cancel()
+		}
+		if d.stopWork != nil {
+			d.stopWork()
+			<-d.workDone
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, err := d.relay.Flush(ctx); err != nil {
+				d.Log.Warn("outbox: events stay queued for the next start", "error", err.Error())
+			}
+			cancel()
+		}
+		if d.Bus != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, d.Bus.Close(ctx))
+			cancel()
+		}
+		if d.Redis != nil {
+			errs = append(errs, d.Redis.Close())
+		}
+		if d.DB != nil {
+			d.DB.Close()
+		}
+		d.closeErr = errors.Join(errs...)
+		if d.closeErr != nil {
+			d.Log.Error("shutdown", "error", d.closeErr.Error())
+		}
+	})
+	return d.closeErr
 }

@@ -16,20 +16,21 @@ import (
 // message is terminated instead of retried.
 var ErrPermanent = errors.New("permanent failure")
 
-// Backoff is the redelivery schedule for consumers made by Consume.
-var Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+// backoff is the default redelivery schedule of consumers made by Consume
+// (ConsumerConfig.BackOff overrides it).
+var backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 
 // Consume runs handler for every message of a durable, explicit-ack consumer
-// on stream. nil acks; an error naks for redelivery with backoff (bounded by
+// on stream, drained by DrainSubscriptions at shutdown. nil acks; an error naks for redelivery with backoff (bounded by
 // MaxDeliver); ErrPermanent or an undecodable payload terminates the message.
 func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerConfig,
 	handler func(ctx context.Context, payload T, msg jetstream.Msg) error) (jetstream.ConsumeContext, error) {
 	cfg.AckPolicy = jetstream.AckExplicitPolicy
 	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = len(Backoff) + 1
+		cfg.MaxDeliver = len(backoff) + 1
 	}
 	if cfg.BackOff == nil {
-		cfg.BackOff = Backoff
+		cfg.BackOff = backoff
 	}
 	if cfg.AckWait == 0 {
 		cfg.AckWait = 30 * time.Second
@@ -38,8 +39,8 @@ func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.Co
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
-	return cons.Consume(func(m jetstream.Msg) {
-		hctx := context.Background()
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		hctx := b.ctx
 		if id := m.Headers().Get(requestid.Header); id != "" {
 			hctx = requestid.With(hctx, id)
 		}
@@ -56,13 +57,18 @@ func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.Co
 				return
 			}
 			b.log.WarnContext(hctx, "message will be redelivered", "subject", m.Subject(), "error", err.Error())
-			delay := Backoff[0]
+			delay := cfg.BackOff[0]
 			if md, err := m.Metadata(); err == nil && md.NumDelivered > 0 {
-				delay = Backoff[min(int(md.NumDelivered)-1, len(Backoff)-1)]
+				delay = cfg.BackOff[min(int(md.NumDelivered)-1, len(cfg.BackOff)-1)]
 			}
 			_ = m.NakWithDelay(delay)
 			return
 		}
 		_ = m.Ack()
 	})
+	if err != nil {
+		return nil, fmt.Errorf("natsbus: consume %s on %s: %w", cfg.Durable, stream, err)
+	}
+	b.track(nil, cc)
+	return cc, nil
 }

@@ -11,6 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,17 +25,38 @@ import (
 	"supportplatform.dev/pkg/requestid"
 )
 
-// Bus is a connection plus JetStream and the deployment's names.
+// Bus is a connection plus JetStream and the deployment's names. It keeps
+// the subscriptions and consumers it makes so that shutdown can drain them
+// and wait until their in-flight handlers have returned.
 type Bus struct {
 	NC    *nats.Conn
 	JS    jetstream.JetStream
 	Names contracts.Names
 	log   *slog.Logger
 	now   func() time.Time
+
+	// ctx is the parent of every handler's context; Close cancels it when
+	// handlers outlive the shutdown grace.
+	ctx    context.Context
+	cancel context.CancelFunc
+	closed chan struct{} // closed by the connection's closed callback
+
+	mu        sync.Mutex
+	subs      []*nats.Subscription
+	consumers []jetstream.ConsumeContext
+	// slots bounds the RPC handlers running at once; inflight counts them.
+	slots    chan struct{}
+	inflight atomic.Int64
 }
+
+// maxConcurrentHandlers bounds the RPC handlers one Bus runs at once; a
+// subscription delivers its messages one by one, so each is handed to a
+// goroutine of its own up to this bound.
+const maxConcurrentHandlers = 64
 
 // Connect dials NATS with unlimited reconnects and returns a Bus.
 func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*Bus, error) {
+	closed := make(chan struct{})
 	nc, err := nats.Connect(url,
 		nats.Name(clientName),
 		nats.MaxReconnects(-1),
@@ -43,16 +68,135 @@ func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("nats error", "subject", subject, "error", err.Error())
+		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: connect %s: %w", url, err)
+		return nil, fmt.Errorf("natsbus: connect: %w", redactURLError(err, url))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natsbus: jetstream: %w", err)
 	}
-	return &Bus{NC: nc, JS: js, Names: names, log: log, now: time.Now}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Bus{NC: nc, JS: js, Names: names, log: log, now: time.Now, ctx: ctx, cancel: cancel, closed: closed,
+		slots: make(chan struct{}, maxConcurrentHandlers)}, nil
+}
+
+// redactURLError keeps credentials in the URL out of logs.
+func redactURLError(err error, url string) error {
+	if u, perr := neturl.Parse(url); perr == nil && u.User != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), u.User.String(), "***"))
+	}
+	return err
+}
+
+func (b *Bus) track(sub *nats.Subscription, cc jetstream.ConsumeContext) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if sub != nil {
+		b.subs = append(b.subs, sub)
+	}
+	if cc != nil {
+		b.consumers = append(b.consumers, cc)
+	}
+}
+
+// DrainSubscriptions stops taking new requests and messages on every
+// subscription and consumer the bus made, and waits until the handlers of
+// those already received have returned. When ctx ends first, the handlers'
+// contexts are cancelled and it waits briefly once more.
+func (b *Bus) DrainSubscriptions(ctx context.Context) error {
+	b.mu.Lock()
+	subs, consumers := b.subs, b.consumers
+	b.subs, b.consumers = nil, nil
+	b.mu.Unlock()
+	for _, s := range subs {
+		if err := s.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+			b.log.Warn("nats drain subscription", "subject", s.Subject, "error", err.Error())
+		}
+	}
+	for _, c := range consumers {
+		c.Drain()
+	}
+	done := func() bool {
+		if b.inflight.Load() > 0 {
+			return false
+		}
+		for _, s := range subs {
+			if s.IsValid() {
+				return false
+			}
+		}
+		for _, c := range consumers {
+			select {
+			case <-c.Closed():
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	if waitUntil(ctx, done) {
+		return nil
+	}
+	b.cancel()
+	if waitUntil(context.Background(), done, 2*time.Second) {
+		return fmt.Errorf("natsbus: handlers were cancelled after the shutdown grace: %w", ctx.Err())
+	}
+	return errors.New("natsbus: handlers still running after the shutdown grace")
+}
+
+// waitUntil polls done until it is true (true) or ctx ends or the optional
+// limit passes (false).
+func waitUntil(ctx context.Context, done func() bool, limit ...time.Duration) bool {
+	var deadline <-chan time.Time
+	if len(limit) > 0 {
+		t := time.NewTimer(limit[0])
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return done()
+		case <-deadline:
+			return done()
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// Close drains the connection (flushing what was published) and waits for
+// its closed callback, at most until ctx ends; then it closes it outright.
+// Call DrainSubscriptions first so that handlers have finished.
+func (b *Bus) Close(ctx context.Context) error {
+	defer b.cancel()
+	if b.NC.IsClosed() {
+		return nil
+	}
+	if err := b.NC.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		b.NC.Close()
+		return fmt.Errorf("natsbus: drain: %w", err)
+	}
+	select {
+	case <-b.closed:
+		return nil
+	case <-ctx.Done():
+		b.NC.Close()
+		<-b.closed
+		return fmt.Errorf("natsbus: connection did not drain in time: %w", ctx.Err())
+	}
 }
 
 // Check is a readiness probe: connected and JetStream answering.
@@ -63,9 +207,6 @@ func (b *Bus) Check(ctx context.Context) error {
 	_, err := b.JS.AccountInfo(ctx)
 	return err
 }
-
-// Drain drains the connection (subscriptions finish in-flight messages).
-func (b *Bus) Drain() error { return b.NC.Drain() }
 
 // EnsureEventsStream declares the EVENTS stream (idempotent).
 func (b *Bus) EnsureEventsStream(ctx context.Context) error {
@@ -104,22 +245,16 @@ func PublishEvent[T any](ctx context.Context, b *Bus, eventType string, customer
 	return nil
 }
 
-// Publish publishes a JSON payload to a JetStream subject with a message id
-// (the stream drops duplicates of the same id inside its window).
-func Publish[T any](ctx context.Context, b *Bus, subject, msgID string, payload T) error {
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return fmt.Errorf("natsbus: encode: %w", err)
-	}
-	msg := nats.NewMsg(subject)
-	msg.Data = body
+// PublishRaw publishes data to the JetStream subject base (prefixed here)
+// with a message id, so the stream drops a repeated publish inside its
+// duplicate window, and waits for the stream's acknowledgement. The outbox
+// relay is its user.
+func (b *Bus) PublishRaw(ctx context.Context, base, msgID string, data []byte) error {
+	msg := nats.NewMsg(b.Names.Subject(base))
+	msg.Data = data
 	setRequestID(ctx, msg)
-	var opts []jetstream.PublishOpt
-	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
-	}
-	if _, err := b.JS.PublishMsg(ctx, msg, opts...); err != nil {
-		return fmt.Errorf("natsbus: publish %s: %w", subject, err)
+	if _, err := b.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID)); err != nil {
+		return fmt.Errorf("natsbus: publish %s: %w", base, err)
 	}
 	return nil
 }
@@ -137,40 +272,57 @@ type replyError struct {
 }
 
 // Serve answers requests on subject within a queue group with fn. Errors are
-// sent back as application errors (internal ones without their text).
+// sent back as application errors (internal ones without their text). The
+// handler's context ends with the request's 10 s budget or when shutdown
+// gives up waiting; DrainSubscriptions waits for running handlers.
 func Serve[Req, Resp any](b *Bus, subject, queue string, fn func(ctx context.Context, req Req) (Resp, error)) (*nats.Subscription, error) {
 	full := b.Names.Subject(subject)
 	sub, err := b.NC.QueueSubscribe(full, queue, func(m *nats.Msg) {
-		ctx := context.Background()
-		if id := m.Header.Get(requestid.Header); id != "" {
-			ctx = requestid.With(ctx, id)
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		var env replyEnvelope
-		var req Req
-		if err := json.Unmarshal(m.Data, &req); err != nil {
-			env.Error = &replyError{Code: apperr.Invalid, Message: "malformed request"}
-		} else if resp, err := fn(ctx, req); err != nil {
-			var ae *apperr.Error
-			if errors.As(err, &ae) && ae.Code != apperr.Internal {
-				env.Error = &replyError{Code: ae.Code, Message: ae.Message, Fields: ae.Fields}
-			} else {
-				b.log.ErrorContext(ctx, "rpc failed", "subject", full, "error", err.Error())
-				env.Error = &replyError{Code: apperr.Internal, Message: "internal error"}
-			}
-		} else if env.Data, err = json.Marshal(resp); err != nil {
-			env.Error = &replyError{Code: apperr.Internal, Message: "internal error"}
-		}
-		body, _ := json.Marshal(env)
-		if err := m.Respond(body); err != nil {
-			b.log.WarnContext(ctx, "rpc respond failed", "subject", full, "error", err.Error())
-		}
+		b.slots <- struct{}{}
+		b.inflight.Add(1)
+		go func() {
+			defer func() { <-b.slots; b.inflight.Add(-1) }()
+			serveOne(b, full, m, fn)
+		}()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: subscribe %s: %w", full, err)
 	}
+	b.track(sub, nil)
+	// Once Serve returns the server knows the subscription, so a request
+	// sent right after (readiness, tests) finds its responder.
+	if err := b.NC.FlushTimeout(5 * time.Second); err != nil {
+		return nil, fmt.Errorf("natsbus: subscribe %s: %w", full, err)
+	}
 	return sub, nil
+}
+
+func serveOne[Req, Resp any](b *Bus, full string, m *nats.Msg, fn func(ctx context.Context, req Req) (Resp, error)) {
+	ctx := b.ctx
+	if id := m.Header.Get(requestid.Header); id != "" {
+		ctx = requestid.With(ctx, id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var env replyEnvelope
+	var req Req
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		env.Error = &replyError{Code: apperr.Invalid, Message: "malformed request"}
+	} else if resp, err := fn(ctx, req); err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Code != apperr.Internal {
+			env.Error = &replyError{Code: ae.Code, Message: ae.Message, Fields: ae.Fields}
+		} else {
+			b.log.ErrorContext(ctx, "rpc failed", "subject", full, "error", err.Error())
+			env.Error = &replyError{Code: apperr.Internal, Message: "internal error"}
+		}
+	} else if env.Data, err = json.Marshal(resp); err != nil {
+		env.Error = &replyError{Code: apperr.Internal, Message: "internal error"}
+	}
+	body, _ := json.Marshal(env)
+	if err := m.Respond(body); err != nil {
+		b.log.WarnContext(ctx, "rpc respond failed", "subject", full, "error", err.Error())
+	}
 }
 
 // Request sends req and decodes the reply. No responder or a timeout is an

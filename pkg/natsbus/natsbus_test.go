@@ -15,6 +15,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
+	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/requestid"
 )
 
@@ -84,10 +85,9 @@ func TestEventsPublishConsume(t *testing.T) {
 	if err := b.EnsureEventsStream(ctx); err != nil {
 		t.Fatalf("second declaration must be idempotent: %v", err)
 	}
-	natsbus.Backoff = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
 	got := make(chan contracts.Event[payload], 10)
 	var attempts atomic.Int32
-	cc, err := natsbus.Consume(ctx, b, b.Names.Stream(contracts.StreamEvents), jetstream.ConsumerConfig{Durable: "t"},
+	cc, err := natsbus.Consume(ctx, b, b.Names.Stream(contracts.StreamEvents), jetstream.ConsumerConfig{Durable: "t", BackOff: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}},
 		func(ctx context.Context, ev contracts.Event[payload], _ jetstream.Msg) error {
 			if ev.Data.Name == "retry" && attempts.Add(1) == 1 {
 				return errors.New("transient")
@@ -100,7 +100,15 @@ func TestEventsPublishConsume(t *testing.T) {
 	}
 	defer cc.Stop()
 	for _, n := range []string{"a", "retry"} {
-		if err := natsbus.PublishEvent(ctx, b, contracts.EventTopicCreated, 7, payload{Name: n}); err != nil {
+		m, err := outbox.Event(ctx, contracts.EventTopicCreated, 7, time.Now(), payload{Name: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PublishRaw(ctx, m.Subject, m.ID, m.Data); err != nil {
+			t.Fatal(err)
+		}
+		// The same message id again: the stream's duplicate window drops it.
+		if err := b.PublishRaw(ctx, m.Subject, m.ID, m.Data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,6 +124,11 @@ func TestEventsPublishConsume(t *testing.T) {
 			t.Fatalf("events not delivered: %v", seen)
 		}
 	}
+	select {
+	case ev := <-got:
+		t.Fatalf("a duplicate publish was delivered: %+v", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
 	if attempts.Load() != 2 {
 		t.Fatalf("failed message should be redelivered once, attempts=%d", attempts.Load())
 	}
@@ -125,5 +138,99 @@ func TestEventsPublishConsume(t *testing.T) {
 	}
 	if subj := info.CachedInfo().Config.Subjects[0]; subj != "ev.events.>" {
 		t.Fatalf("prefixed subject: %s", subj)
+	}
+}
+
+// DrainSubscriptions waits for handlers already running, which finish with
+// a live context and get their reply out; nothing new is taken meanwhile.
+func TestDrainSubscriptionsWaitsForInFlightHandlers(t *testing.T) {
+	url := natstest.Start(t)
+	srv, cli := bus(t, url, "dr"), bus(t, url, "dr")
+	entered, release := make(chan struct{}, 10), make(chan struct{})
+	var finished atomic.Int32
+	if _, err := natsbus.Serve(srv, "rpc.slow", "q", func(ctx context.Context, r echoReq) (echoResp, error) {
+		entered <- struct{}{}
+		<-release
+		if ctx.Err() != nil {
+			return echoResp{}, ctx.Err()
+		}
+		finished.Add(1)
+		return echoResp{Double: 2 * r.N}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	replies := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			r, err := natsbus.Request[echoReq, echoResp](context.Background(), cli, "rpc.slow", echoReq{N: 21})
+			if err == nil && r.Double != 42 {
+				err = errors.New("wrong reply")
+			}
+			replies <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case <-entered:
+		case <-time.After(5 * time.Second):
+			t.Fatal("handlers did not start")
+		}
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- srv.DrainSubscriptions(context.Background()) }()
+	select {
+	case err := <-drained:
+		t.Fatalf("drain returned while handlers run: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if finished.Load() != n {
+		t.Fatalf("%d handlers finished before drain returned, want %d", finished.Load(), n)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-replies; err != nil {
+			t.Fatalf("in-flight request: %v", err)
+		}
+	}
+	if err := srv.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !srv.NC.IsClosed() {
+		t.Fatal("connection not closed after Close")
+	}
+}
+
+// A handler that outlives the grace gets its context cancelled.
+func TestDrainSubscriptionsCancelsAfterGrace(t *testing.T) {
+	url := natstest.Start(t)
+	srv, cli := bus(t, url, "gr"), bus(t, url, "gr")
+	entered, sawCancel := make(chan struct{}), make(chan struct{})
+	if _, err := natsbus.Serve(srv, "rpc.stuck", "q", func(ctx context.Context, r echoReq) (echoResp, error) {
+		close(entered)
+		<-ctx.Done()
+		close(sawCancel)
+		return echoResp{}, ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = natsbus.Request[echoReq, echoResp](context.Background(), cli, "rpc.stuck", echoReq{}) }()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler did not start")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := srv.DrainSubscriptions(ctx); err == nil {
+		t.Fatal("drain past the grace reported no error")
+	}
+	select {
+	case <-sawCancel:
+	case <-time.After(time.Second):
+		t.Fatal("handler context not cancelled after the grace")
 	}
 }

@@ -67,14 +67,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("unknown command %q (serve, migrate, bootstrap)", cmd)
 	}
-	deps, err := boot.Open(ctx, cfg.Common, boot.Options{Service: "auth", Schema: postgres.Schema, Migrations: postgres.Migrations()}, stdout)
+	opts := boot.Options{Service: "auth", Schema: postgres.Schema, Migrations: postgres.Migrations()}
+	if cmd == "migrate" {
+		return boot.Migrate(ctx, cfg.Common, opts, stdout)
+	}
+	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
 	if err != nil {
 		return err
 	}
-	defer deps.Close()
-	if cmd == "migrate" {
-		return nil
-	}
+	defer func() { _ = deps.Close() }()
 	key, err := keys.Load(cfg.SigningKeyFile, cfg.DevKeygen)
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return bootstrap(ctx, svc, args[2:], stdout)
 	}
 
-	sub, err := natsbus.Serve(deps.Bus, contracts.RPCCustomerExists, contracts.QueueAuth,
+	_, err = natsbus.Serve(deps.Bus, contracts.RPCCustomerExists, contracts.QueueAuth,
 		func(ctx context.Context, req contracts.CustomerExistsRequest) (contracts.CustomerExistsReply, error) {
 			ok, err := svc.CustomerExists(ctx, req.CustomerID)
 			return contracts.CustomerExistsReply{Exists: ok}, err
@@ -101,7 +102,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	defer func() { _ = sub.Drain() }()
 
 	httpapi.New(svc, deps.Server).Routes(deps.Server.Engine, authn.Middleware(deps.Verifier, deps.Server.Fail))
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)

@@ -52,25 +52,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
 	}
-	deps, err := boot.Open(ctx, cfg.Common, boot.Options{Service: "topics", Schema: postgres.Schema, Migrations: postgres.Migrations()}, stdout)
+	opts := boot.Options{Service: "topics", Schema: postgres.Schema, Migrations: postgres.Migrations()}
+	if cmd == "migrate" {
+		return boot.Migrate(ctx, cfg.Common, opts, stdout)
+	}
+	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
 	if err != nil {
 		return err
 	}
-	defer deps.Close()
-	if cmd == "migrate" {
-		return nil
-	}
+	defer func() { _ = deps.Close() }()
 	svc := topics.NewService(postgres.New(deps.DB), topics.BusEvents{Bus: deps.Bus}, deps.Log)
 
-	subs, err := rpc.Serve(deps.Bus, svc)
-	if err != nil {
+	if err := rpc.Serve(deps.Bus, svc); err != nil {
 		return err
 	}
-	defer func() {
-		for _, s := range subs {
-			_ = s.Drain()
-		}
-	}()
 
 	httpapi.New(svc, deps.Server).Routes(deps.Server.Engine, authn.Middleware(deps.Verifier, deps.Server.Fail))
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)

@@ -73,7 +73,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err != nil {
 		return err
 	}
-	defer deps.Close()
+	defer func() { _ = deps.Close() }()
 	tc := translate.Config{
 		Providers: providers,
 		Cache:     rediscache.New(deps.Redis, cfg.RedisPrefix+"translation:"),

@@ -1,0 +1,244 @@
+// Package outbox is the transactional outbox. A service writes the events of a
+// change into its own `outbox` table in the same transaction as the change, and
+// a Relay publishes them to JetStream afterwards (Nats-Msg-Id = event id, so a
+// publish repeated after a crash is dropped by the stream's duplicate window).
+// An event is therefore never lost when NATS is down at commit time, and never
+// published for a change that rolled back.
+//
+// Each schema that uses it creates the table in one of its migrations:
+//
+//	CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
+//	    subject text NOT NULL, data bytea NOT NULL, request_id text NOT NULL DEFAULT '',
+//	    created_at timestamptz NOT NULL DEFAULT now());
+//
+// Several replicas may run a Relay on the same table: rows are claimed with
+// FOR UPDATE SKIP LOCKED, so each row is published by one of them; the order
+// of events is the commit order within one relay, not across replicas.
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/requestid"
+)
+
+// Message is one row of the outbox.
+type Message struct {
+	ID        string // the Nats-Msg-Id
+	Subject   string // the base subject, without the deployment's prefix
+	Data      []byte
+	RequestID string
+}
+
+// Event builds the message of a domain event in the contracts.Event envelope,
+// carrying the request id of ctx.
+func Event[T any](ctx context.Context, eventType string, customerID int64, at time.Time, data T) (Message, error) {
+	id := NewID()
+	body, err := json.Marshal(contracts.Event[T]{ID: id, Type: eventType, CustomerID: customerID, OccurredAt: at.UTC(), Data: data})
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: encode %s: %w", eventType, err)
+	}
+	return Message{ID: id, Subject: contracts.EventSubject(eventType), Data: body, RequestID: requestid.From(ctx)}, nil
+}
+
+// NewID is a random 128-bit event id.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Execer is what Add needs: the caller's transaction (pgx.Tx).
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Add writes msgs in the caller's transaction and wakes the relays of the
+// schema when it commits.
+func Add(ctx context.Context, tx Execer, msgs ...Message) error {
+	for _, m := range msgs {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, subject, data, request_id) VALUES ($1, $2, $3, $4)`,
+			m.ID, m.Subject, m.Data, m.RequestID); err != nil {
+			return fmt.Errorf("outbox: add %s: %w", m.Subject, err)
+		}
+	}
+	if len(msgs) > 0 {
+		// Delivered at commit, folded into one per transaction.
+		if _, err := tx.Exec(ctx, `SELECT pg_notify('outbox_' || current_schema(), '')`); err != nil {
+			return fmt.Errorf("outbox: notify: %w", err)
+		}
+	}
+	return nil
+}
+
+// Publisher publishes one message to JetStream and waits for the stream's
+// acknowledgement (natsbus.Bus).
+type Publisher interface {
+	PublishRaw(ctx context.Context, subject, msgID string, data []byte) error
+}
+
+// Relay moves committed rows from the outbox table to JetStream.
+type Relay struct {
+	db    *pgxpool.Pool
+	pub   Publisher
+	log   *slog.Logger
+	batch int
+	// poll is the fallback when a notification is missed (the LISTEN
+	// connection is being re-established) or a publish failed.
+	poll time.Duration
+}
+
+// NewRelay returns a relay for the outbox table in db's search_path schema.
+func NewRelay(db *pgxpool.Pool, pub Publisher, log *slog.Logger) *Relay {
+	return &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second}
+}
+
+// Run relays until ctx ends: at once, on every notification of a commit, and
+// every poll interval. It returns nil when ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	listenDone := make(chan struct{})
+	go func() {
+		defer close(listenDone)
+		r.listen(ctx, wake)
+	}()
+	defer func() { <-listenDone }()
+	t := time.NewTicker(r.poll)
+	defer t.Stop()
+	for {
+		if _, err := r.Flush(ctx); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "outbox relay: events stay queued", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// listen holds a dedicated connection LISTENing on the schema's channel and
+// signals wake on every notification; it reconnects after errors.
+func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
+	for ctx.Err() == nil {
+		err := r.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.WarnContext(ctx, "outbox relay: listen connection lost; polling until it is back", "error", err.Error())
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.poll):
+		}
+	}
+}
+
+func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) error {
+	pc, err := r.db.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection leaves the pool: a LISTEN must not be handed to
+	// another user of the pool, and a cancelled wait may leave it unusable.
+	conn := pc.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT 'outbox_' || current_schema()`).Scan(&channel); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return err
+	}
+	signal(wake) // rows committed before LISTEN took effect
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		signal(wake)
+	}
+}
+
+func signal(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// Flush publishes every committed row, oldest first, batch by batch, and
+// deletes what was published. It returns how many were published; on a
+// publish error the rows from the failed one on stay for the next round.
+func (r *Relay) Flush(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := r.flushBatch(ctx)
+		total += n
+		if err != nil || n < r.batch {
+			return total, err
+		}
+	}
+}
+
+func (r *Relay) flushBatch(ctx context.Context) (int, error) {
+	tx, err := r.db.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `SELECT seq, event_id, subject, data, request_id FROM outbox
+		ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: claim: %w", err)
+	}
+	type row struct {
+		seq int64
+		Message
+	}
+	claimed, err := pgx.CollectRows(rows, func(rw pgx.CollectableRow) (row, error) {
+		var x row
+		err := rw.Scan(&x.seq, &x.ID, &x.Subject, &x.Data, &x.RequestID)
+		return x, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: claim: %w", err)
+	}
+	var done []int64
+	var perr error
+	for _, m := range claimed {
+		pctx := ctx
+		if m.RequestID != "" {
+			pctx = requestid.With(ctx, m.RequestID)
+		}
+		if perr = r.pub.PublishRaw(pctx, m.Subject, m.ID, m.Data); perr != nil {
+			break
+		}
+		done = append(done, m.seq)
+	}
+	if len(done) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE seq = ANY($1)`, done); err != nil {
+			return 0, errors.Join(perr, fmt.Errorf("outbox: delete published: %w", err))
+		}
+		if err := tx.Commit(ctx); err != nil {
+			// The rows are published again later; the stream drops them
+			// as duplicates inside its window.
+			return 0, errors.Join(perr, fmt.Errorf("outbox: commit: %w", err))
+		}
+	}
+	if perr != nil {
+		return len(done), fmt.Errorf("outbox: publish: %w", perr)
+	}
+	return len(done), nil
+}

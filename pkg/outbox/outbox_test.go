@@ -1,0 +1,308 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/pkg/requestid"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const table = `CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
+	subject text NOT NULL, data bytea NOT NULL, request_id text NOT NULL DEFAULT '',
+	created_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE notes (id bigserial PRIMARY KEY, body text NOT NULL);`
+
+func openDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.NewDatabase(t), Schema: "obx",
+		Migrations: fstest.MapFS{"001_init.sql": {Data: []byte(table)}}}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// natsServer is an in-process JetStream server that the test can stop and
+// start again on the same port and store.
+type natsServer struct {
+	t    *testing.T
+	opts server.Options
+	srv  *server.Server
+}
+
+func startNATS(t *testing.T) *natsServer {
+	n := &natsServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
+	n.start()
+	n.opts.Port = n.srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *natsServer) start() {
+	s, err := server.NewServer(&n.opts)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		n.t.Fatal("nats server did not start")
+	}
+	n.srv = s
+}
+
+func (n *natsServer) stop() { n.srv.Shutdown(); n.srv.WaitForShutdown() }
+
+type env struct {
+	db   *pgxpool.Pool
+	nats *natsServer
+	bus  *natsbus.Bus
+	cons jetstream.Consumer
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	e := &env{db: openDB(t), nats: startNATS(t)}
+	var err error
+	e.bus, err = natsbus.Connect(e.nats.srv.ClientURL(), "outbox-test", contracts.Names{Prefix: "ob"}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.bus.NC.Close() })
+	if err := e.bus.EnsureEventsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.cons, err = e.bus.JS.CreateOrUpdateConsumer(ctx, e.bus.Names.Stream(contracts.StreamEvents), jetstream.ConsumerConfig{Durable: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type noteAdded struct {
+	Body string `json:"body"`
+}
+
+// write inserts a note and its event in one transaction; fail rolls it back.
+func (e *env) write(t *testing.T, ctx context.Context, body string, fail bool) Message {
+	t.Helper()
+	m, err := Event(ctx, "note.added", 9, time.Now(), noteAdded{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = postgres.InTx(ctx, e.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO notes (body) VALUES ($1)`, body); err != nil {
+			return err
+		}
+		if err := Add(ctx, tx, m); err != nil {
+			return err
+		}
+		if fail {
+			return errors.New("rolled back")
+		}
+		return nil
+	})
+	if (err != nil) != fail {
+		t.Fatalf("write %q: %v", body, err)
+	}
+	return m
+}
+
+func (e *env) pending(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := e.db.QueryRow(context.Background(), `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// received reads n events from the stream (and fails on more within a short
+// wait).
+func (e *env) received(t *testing.T, n int) []contracts.Event[noteAdded] {
+	t.Helper()
+	var out []contracts.Event[noteAdded]
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < n && time.Now().Before(deadline) {
+		batch, err := e.cons.FetchNoWait(n - len(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			var ev contracts.Event[noteAdded]
+			if err := json.Unmarshal(m.Data(), &ev); err != nil {
+				t.Fatal(err)
+			}
+			_ = m.Ack()
+			out = append(out, ev)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(out) != n {
+		t.Fatalf("received %d events, want %d", len(out), n)
+	}
+	extra, err := e.cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond))
+	if err == nil {
+		for m := range extra.Messages() {
+			t.Fatalf("unexpected extra event %s", m.Data())
+		}
+	}
+	return out
+}
+
+func TestCommittedEventsArePublishedOnceAndRolledBackOnesNever(t *testing.T) {
+	e := setup(t)
+	ctx := requestid.With(context.Background(), "req-42")
+	kept := e.write(t, ctx, "kept", false)
+	e.write(t, ctx, "rolled back", true)
+	r := NewRelay(e.db, e.bus, quiet)
+	n, err := r.Flush(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Flush = %d, %v; want 1 published", n, err)
+	}
+	got := e.received(t, 1)
+	if got[0].ID != kept.ID || got[0].Data.Body != "kept" || got[0].Type != "note.added" || got[0].CustomerID != 9 {
+		t.Fatalf("event = %+v", got[0])
+	}
+	if e.pending(t) != 0 {
+		t.Fatal("a published row was left in the outbox")
+	}
+	if n, err := r.Flush(ctx); err != nil || n != 0 {
+		t.Fatalf("second Flush = %d, %v; want nothing to do", n, err)
+	}
+}
+
+// NATS is down when the change commits: the request that made the change
+// does not fail, the event waits in the table, and it is published once NATS
+// is back.
+func TestEventSurvivesNATSBeingDown(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.nats.stop()
+	e.write(t, ctx, "while down", false)
+	r := NewRelay(e.db, e.bus, quiet)
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	n, err := r.Flush(fctx)
+	cancel()
+	if err == nil || n != 0 {
+		t.Fatalf("Flush with NATS down = %d, %v; want an error and nothing published", n, err)
+	}
+	if e.pending(t) != 1 {
+		t.Fatal("the event is no longer in the outbox after a failed publish")
+	}
+	e.nats.start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		n, err = r.Flush(fctx)
+		cancel()
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not published after NATS came back: %d, %v", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := e.received(t, 1); got[0].Data.Body != "while down" {
+		t.Fatalf("event = %+v", got[0])
+	}
+}
+
+// Run publishes on the commit's notification, not only on its poll.
+func TestRunWakesOnCommit(t *testing.T) {
+	e := setup(t)
+	r := NewRelay(e.db, e.bus, quiet)
+	r.poll = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // let LISTEN take effect; rows before it are flushed anyway
+	for i := 0; i < 3; i++ {
+		e.write(t, context.Background(), fmt.Sprint("n", i), false)
+	}
+	e.received(t, 3)
+}
+
+// countingPublisher counts publishes per message id.
+type countingPublisher struct {
+	next Publisher
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (c *countingPublisher) PublishRaw(ctx context.Context, subject, id string, data []byte) error {
+	c.mu.Lock()
+	c.seen[id]++
+	c.mu.Unlock()
+	return c.next.PublishRaw(ctx, subject, id, data)
+}
+
+// Replicas relaying the same table concurrently publish each row once.
+func TestConcurrentRelaysPublishEachRowOnce(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	const rows = 300
+	for i := 0; i < rows; i++ {
+		e.write(t, ctx, fmt.Sprint("row", i), false)
+	}
+	pub := &countingPublisher{next: e.bus, seen: map[string]int{}}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		r := NewRelay(e.db, pub, quiet)
+		r.batch = 7
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.Flush(ctx)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.pending(t) != 0 {
+		t.Fatalf("%d rows left", e.pending(t))
+	}
+	if len(pub.seen) != rows {
+		t.Fatalf("%d distinct events published, want %d", len(pub.seen), rows)
+	}
+	for id, n := range pub.seen {
+		if n != 1 {
+			t.Fatalf("event %s published %d times", id, n)
+		}
+	}
+	e.received(t, rows)
+}
