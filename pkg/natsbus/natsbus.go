@@ -5,8 +5,6 @@ package natsbus
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +20,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/requestid"
 )
 
@@ -231,7 +230,7 @@ func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 // PublishEvent publishes a typed event on the EVENTS stream and waits for
 // the stream's acknowledgement.
 func PublishEvent[T any](ctx context.Context, b *Bus, eventType string, customerID int64, data T) error {
-	ev := contracts.Event[T]{ID: newID(), Type: eventType, CustomerID: customerID, OccurredAt: b.now().UTC(), Data: data}
+	ev := contracts.Event[T]{ID: randid.Hex(16), Type: eventType, CustomerID: customerID, OccurredAt: b.now().UTC(), Data: data}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("natsbus: encode %s: %w", eventType, err)
@@ -363,10 +362,4 @@ func setRequestID(ctx context.Context, msg *nats.Msg) {
 	if id := requestid.From(ctx); id != "" {
 		msg.Header.Set(requestid.Header, id)
 	}
-}
-
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

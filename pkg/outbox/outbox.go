@@ -18,8 +18,6 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/requestid"
 )
 
@@ -45,19 +44,12 @@ type Message struct {
 // Event builds the message of a domain event in the contracts.Event envelope,
 // carrying the request id of ctx.
 func Event[T any](ctx context.Context, eventType string, customerID int64, at time.Time, data T) (Message, error) {
-	id := NewID()
+	id := randid.Hex(16)
 	body, err := json.Marshal(contracts.Event[T]{ID: id, Type: eventType, CustomerID: customerID, OccurredAt: at.UTC(), Data: data})
 	if err != nil {
 		return Message{}, fmt.Errorf("outbox: encode %s: %w", eventType, err)
 	}
 	return Message{ID: id, Subject: contracts.EventSubject(eventType), Data: body, RequestID: requestid.From(ctx)}, nil
-}
-
-// NewID is a random 128-bit event id.
-func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Execer is what Add needs: the caller's transaction (pgx.Tx).

@@ -4,8 +4,8 @@ package requestid
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+
+	"supportplatform.dev/pkg/randid"
 )
 
 // Header is the HTTP and NATS header that carries the id.
@@ -25,11 +25,7 @@ func From(ctx context.Context) string {
 }
 
 // New makes a random 128-bit id.
-func New() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func New() string { return randid.Hex(16) }
 
 // Valid accepts ids a client may choose: 1-128 visible, header-safe characters.
 func Valid(id string) bool {
