@@ -147,7 +147,9 @@ func decodeBulk(c *gin.Context) ([]topics.TopicActionInput, error) {
 }
 
 func fieldError(field, msg string) error {
-	return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields", Fields: map[string]string{field: msg}}
+	var v apperr.Validation
+	v.Add(field, msg)
+	return v.Err()
 }
 
 func (h *Handlers) updateTopicAction(c *gin.Context) error {

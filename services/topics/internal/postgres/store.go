@@ -6,6 +6,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"errors"
 	"io/fs"
 	"strings"
 
@@ -75,8 +76,9 @@ func collect[T any](ctx context.Context, q querier, what, sql string, scan func(
 // refError is the 400 for a mapping whose topic, action or document does not
 // exist for the customer.
 func refError(field, msg string) error {
-	return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
-		Fields: map[string]string{field: msg}}
+	var v apperr.Validation
+	v.Add(field, msg)
+	return v.Err()
 }
 
 // lockLiveTopic checks that a live topic of the customer exists and holds a
@@ -86,7 +88,7 @@ func lockLiveTopic(ctx context.Context, tx pgx.Tx, customerID, topicID int64) er
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM topics WHERE customer_id = $1 AND topic_id = $2 AND deleted_at IS NULL FOR SHARE`,
 		customerID, topicID).Scan(&one)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return refError("topicID", "no topic with this id")
 	}
 	return err

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -60,7 +61,7 @@ func (s *Store) CreateTopicDocument(ctx context.Context, customerID int64, in to
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM documents WHERE customer_id = $1 AND document_id = $2 FOR SHARE`,
 			customerID, in.DocumentID).Scan(&one)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return refError("documentID", "no document with this id")
 		}
 		if err != nil {

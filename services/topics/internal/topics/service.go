@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
@@ -14,8 +13,8 @@ import (
 // ListTopics pages through the customer's live topics.
 func (s *Service) ListTopics(ctx context.Context, customerID int64, f TopicFilter, p paging.Page) ([]Topic, int, error) {
 	f.NameContains = strings.TrimSpace(f.NameContains)
-	if !utf8.ValidString(f.NameContains) || utf8.RuneCountInString(f.NameContains) > MaxNameLen || strings.ContainsRune(f.NameContains, 0) {
-		return nil, 0, invalidQuery("name", fmt.Sprintf("must be at most %d characters without control characters", MaxNameLen))
+	if err := checkFilterText("name", f.NameContains, MaxNameLen); err != nil {
+		return nil, 0, err
 	}
 	return s.store.ListTopics(ctx, customerID, f, p)
 }
@@ -92,8 +91,7 @@ func (s *Service) LinkedDocuments(ctx context.Context, customerID int64, topicID
 		return nil, err
 	}
 	if limit < 0 {
-		return nil, &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
-			Fields: map[string]string{"limit": "must not be negative"}}
+		return nil, fieldError("limit", "must not be negative")
 	}
 	if limit == 0 || limit > MaxLookupIDs {
 		limit = MaxLookupIDs
@@ -111,8 +109,7 @@ func (s *Service) ActiveActions(ctx context.Context, customerID, topicID int64) 
 		return nil, err
 	}
 	if topicID <= 0 {
-		return nil, &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
-			Fields: map[string]string{"topicID": "must be a positive integer"}}
+		return nil, fieldError("topicID", "must be a positive integer")
 	}
 	return s.store.ActiveActions(ctx, customerID, topicID)
 }
@@ -122,8 +119,7 @@ func checkLookup(customerID int64, ids []int64) error {
 		return err
 	}
 	if len(ids) > MaxLookupIDs {
-		return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
-			Fields: map[string]string{"topicIDs": fmt.Sprintf("must hold at most %d ids", MaxLookupIDs)}}
+		return fieldError("topicIDs", fmt.Sprintf("must hold at most %d ids", MaxLookupIDs))
 	}
 	return nil
 }
@@ -212,6 +208,9 @@ func (s *Service) DeleteDocument(ctx context.Context, customerID, id int64) erro
 // topic and then priority.
 func (s *Service) ListTopicActions(ctx context.Context, customerID int64, f TopicActionFilter, p paging.Page) ([]TopicAction, int, error) {
 	f.HookName = strings.TrimSpace(f.HookName)
+	if err := checkFilterText("hookName", f.HookName, MaxHookNameLen); err != nil {
+		return nil, 0, err
+	}
 	return s.store.ListTopicActions(ctx, customerID, f, p)
 }
 
@@ -288,6 +287,9 @@ func (s *Service) DeleteTopicAction(ctx context.Context, customerID, id int64) e
 // ordered by topic and then relevance (highest first).
 func (s *Service) ListTopicDocuments(ctx context.Context, customerID int64, f TopicDocumentFilter, p paging.Page) ([]TopicDocument, int, error) {
 	f.HookName = strings.TrimSpace(f.HookName)
+	if err := checkFilterText("hookName", f.HookName, MaxHookNameLen); err != nil {
+		return nil, 0, err
+	}
 	return s.store.ListTopicDocuments(ctx, customerID, f, p)
 }
 
@@ -389,13 +391,8 @@ func (s *Service) DeletePageMapping(ctx context.Context, customerID, id int64) e
 func (s *Service) TopicsForURL(ctx context.Context, customerID int64, rawURL string) (string, []Topic, error) {
 	u, err := NormalizeURL(rawURL)
 	if err != nil {
-		return "", nil, invalidQuery("url", err.Error())
+		return "", nil, queryError("url", err.Error())
 	}
 	ts, err := s.store.TopicsForURL(ctx, customerID, u)
 	return u, ts, err
-}
-
-func invalidQuery(field, msg string) error {
-	return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid query parameters",
-		Fields: map[string]string{field: msg}}
 }

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"time"
 
-	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 )
@@ -200,8 +199,7 @@ const (
 
 func requireCustomer(customerID int64) error {
 	if customerID <= 0 {
-		return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
-			Fields: map[string]string{"customerID": "must be a positive integer"}}
+		return fieldError("customerID", "must be a positive integer")
 	}
 	return nil
 }

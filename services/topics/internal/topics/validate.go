@@ -53,6 +53,29 @@ func checkText(v *apperr.Validation, field, s string, required bool, max int, mu
 	}
 }
 
+// checkFilterText validates a text filter of a list (a query parameter):
+// what reaches PostgreSQL is valid UTF-8 without NUL.
+func checkFilterText(field, s string, max int) error {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max || strings.ContainsRune(s, 0) {
+		return queryError(field, fmt.Sprintf("must be at most %d characters without control characters", max))
+	}
+	return nil
+}
+
+// fieldError is the 400 naming one invalid field.
+func fieldError(field, msg string) error {
+	var v apperr.Validation
+	v.Add(field, msg)
+	return v.Err()
+}
+
+// queryError is the 400 naming one invalid query parameter.
+func queryError(field, msg string) error {
+	err := fieldError(field, msg)
+	err.(*apperr.Error).Message = "the request has invalid query parameters"
+	return err
+}
+
 func checkID(v *apperr.Validation, field string, id *int64, required bool) {
 	switch {
 	case id == nil:
@@ -323,8 +346,7 @@ func ParseTopicSort(raw string) (TopicSort, error) {
 		s.ByName = true
 		return s, nil
 	}
-	return TopicSort{}, &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid query parameters",
-		Fields: map[string]string{"sort": "must be one of name, -name, topicID, -topicID"}}
+	return TopicSort{}, queryError("sort", "must be one of name, -name, topicID, -topicID")
 }
 
 // TopicFilter narrows the topic list.

@@ -276,3 +276,38 @@ func TestPageMappingInput(t *testing.T) {
 		t.Fatalf("fields = %v", f)
 	}
 }
+
+// Every text field that reaches PostgreSQL refuses NUL (PostgreSQL cannot
+// store it) and invalid UTF-8 with a 400 naming the field.
+func TestTextFieldsRefuseNULAndInvalidUTF8(t *testing.T) {
+	for _, bad := range []struct{ name, s string }{{"NUL", "a\x00b"}, {"invalid UTF-8", "caf\xe9"}} {
+		cases := []struct {
+			field string
+			run   func() error
+		}{
+			{"name", func() error { _, err := TopicInput{Name: bad.s}.Normalize(); return err }},
+			{"description", func() error { _, err := TopicInput{Name: "n", Description: bad.s}.Normalize(); return err }},
+			{"name", func() error { _, err := ActionInput{Name: bad.s, HookName: "h"}.Normalize(); return err }},
+			{"hookName", func() error { _, err := ActionInput{Name: "n", HookName: bad.s}.Normalize(); return err }},
+			{"title", func() error { _, err := DocumentInput{Title: bad.s}.Normalize(); return err }},
+			{"content", func() error { _, err := DocumentInput{Title: "t", Content: bad.s}.Normalize(); return err }},
+			{"hookName", func() error { _, err := DocumentInput{Title: "t", HookName: bad.s}.Normalize(); return err }},
+			{"urlPattern", func() error {
+				_, err := PageMappingInput{TopicID: ptr[int64](1), URLPattern: "https://a.example/" + bad.s, MatchType: "exact"}.Normalize()
+				return err
+			}},
+			{"matchType", func() error {
+				_, err := PageMappingInput{TopicID: ptr[int64](1), URLPattern: "https://a.example/", MatchType: "exact" + bad.s}.Normalize()
+				return err
+			}},
+		}
+		for _, c := range cases {
+			t.Run(bad.name+" in "+c.field, func(t *testing.T) {
+				f := fields(t, c.run(), apperr.Invalid)
+				if len(f) != 1 || f[c.field] == "" {
+					t.Fatalf("fields = %v, want %s alone", f, c.field)
+				}
+			})
+		}
+	}
+}
