@@ -52,7 +52,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
 	}
-	opts := boot.Options{Service: "topics", Schema: postgres.Schema, Migrations: postgres.Migrations()}
+	// Outbox: the store writes each change's events to the outbox table in
+	// the change's transaction; boot relays them to JetStream.
+	opts := boot.Options{Service: "topics", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
 	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
 	}
@@ -61,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	svc := topics.NewService(postgres.New(deps.DB), topics.BusEvents{Bus: deps.Bus}, deps.Log)
+	svc := topics.NewService(postgres.New(deps.DB, deps.Now))
 
 	if err := rpc.Serve(deps.Bus, svc); err != nil {
 		return err

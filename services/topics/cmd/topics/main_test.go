@@ -44,7 +44,7 @@ func TestMigrateAndCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "actions documents page_topic_mappings schema_migrations topic_actions topic_documents topics"
+	want := "actions documents outbox page_topic_mappings schema_migrations topic_actions topic_documents topics"
 	if got := strings.Join(tables, " "); got != want {
 		t.Fatalf("tables %q, want %q", got, want)
 	}

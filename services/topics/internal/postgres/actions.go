@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -47,7 +48,8 @@ func (s *Store) UpdateAction(ctx context.Context, customerID, id int64, in topic
 }
 
 // DeleteAction deletes an action with its topic mappings, in one
-// transaction, and returns the removed mappings.
+// transaction, and returns the removed mappings (topic.action.changed,
+// deleted, for each).
 func (s *Store) DeleteAction(ctx context.Context, customerID, id int64) ([]topics.TopicAction, error) {
 	var removed []topics.TopicAction
 	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
@@ -56,12 +58,16 @@ func (s *Store) DeleteAction(ctx context.Context, customerID, id int64) ([]topic
 			return err
 		}
 		var err error
-		if removed, err = collect(ctx, tx, "topic action", `DELETE FROM topic_actions
-			WHERE customer_id = $1 AND action_id = $2 RETURNING `+topicActionCols, scanTopicAction, customerID, id); err != nil {
+		if removed, err = collect(ctx, tx, "topic action", `WITH removed AS (DELETE FROM topic_actions
+			WHERE customer_id = $1 AND action_id = $2 RETURNING `+topicActionCols+`)
+			SELECT `+topicActionCols+` FROM removed ORDER BY topic_action_id`, scanTopicAction, customerID, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM actions WHERE customer_id = $1 AND action_id = $2`, customerID, id)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM actions WHERE customer_id = $1 AND action_id = $2`, customerID, id); err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventTopicActionChanged, customerID,
+			paging.Map(removed, func(m topics.TopicAction) contracts.MappingChanged { return topicActionChange(topics.OpDeleted, m) })...)
 	})
 	return removed, postgres.Error(err, "action")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -47,7 +48,8 @@ func (s *Store) UpdateDocument(ctx context.Context, customerID, id int64, in top
 }
 
 // DeleteDocument deletes a document with its topic mappings, in one
-// transaction, and returns the removed mappings.
+// transaction, and returns the removed mappings (topic.document.changed,
+// deleted, for each).
 func (s *Store) DeleteDocument(ctx context.Context, customerID, id int64) ([]topics.TopicDocument, error) {
 	var removed []topics.TopicDocument
 	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
@@ -56,12 +58,16 @@ func (s *Store) DeleteDocument(ctx context.Context, customerID, id int64) ([]top
 			return err
 		}
 		var err error
-		if removed, err = collect(ctx, tx, "topic document", `DELETE FROM topic_documents
-			WHERE customer_id = $1 AND document_id = $2 RETURNING `+topicDocumentCols, scanTopicDocument, customerID, id); err != nil {
+		if removed, err = collect(ctx, tx, "topic document", `WITH removed AS (DELETE FROM topic_documents
+			WHERE customer_id = $1 AND document_id = $2 RETURNING `+topicDocumentCols+`)
+			SELECT `+topicDocumentCols+` FROM removed ORDER BY topic_document_id`, scanTopicDocument, customerID, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM documents WHERE customer_id = $1 AND document_id = $2`, customerID, id)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM documents WHERE customer_id = $1 AND document_id = $2`, customerID, id); err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventTopicDocumentChanged, customerID,
+			paging.Map(removed, func(m topics.TopicDocument) contracts.MappingChanged { return topicDocumentChange(topics.OpDeleted, m) })...)
 	})
 	return removed, postgres.Error(err, "document")
 }

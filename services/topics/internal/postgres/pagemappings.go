@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -61,7 +62,10 @@ func (s *Store) CreatePageMapping(ctx context.Context, customerID int64, in topi
 		var err error
 		m, err = scanPageMapping(tx.QueryRow(ctx, `INSERT INTO page_topic_mappings (customer_id, topic_id, url_pattern, match_type)
 			VALUES ($1, $2, $3, $4) RETURNING `+pageMappingCols, customerID, in.TopicID, in.URLPattern, string(in.MatchType)))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventPageMappingChanged, customerID, pageMappingChange(topics.OpCreated, m))
 	})
 	return m, pageMappingError(err)
 }
@@ -83,16 +87,27 @@ func (s *Store) UpdatePageMapping(ctx context.Context, customerID, id int64, in 
 		m, err = scanPageMapping(tx.QueryRow(ctx, `UPDATE page_topic_mappings SET topic_id = $3, url_pattern = $4, match_type = $5, updated_at = now()
 			WHERE customer_id = $1 AND page_topic_mapping_id = $2 RETURNING `+pageMappingCols,
 			customerID, id, in.TopicID, in.URLPattern, string(in.MatchType)))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventPageMappingChanged, customerID, pageMappingChange(topics.OpUpdated, m))
 	})
 	return m, pageMappingError(err)
 }
 
 // DeletePageMapping deletes a mapping of a live topic and returns it.
 func (s *Store) DeletePageMapping(ctx context.Context, customerID, id int64) (topics.PageMapping, error) {
-	m, err := scanPageMapping(s.db.QueryRow(ctx, `DELETE FROM page_topic_mappings m USING topics t
-		WHERE m.customer_id = $1 AND m.page_topic_mapping_id = $2
-		  AND t.customer_id = m.customer_id AND t.topic_id = m.topic_id AND t.deleted_at IS NULL
-		RETURNING `+prefixCols("m.", pageMappingCols), customerID, id))
+	var m topics.PageMapping
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		m, err = scanPageMapping(tx.QueryRow(ctx, `DELETE FROM page_topic_mappings m USING topics t
+			WHERE m.customer_id = $1 AND m.page_topic_mapping_id = $2
+			  AND t.customer_id = m.customer_id AND t.topic_id = m.topic_id AND t.deleted_at IS NULL
+			RETURNING `+prefixCols("m.", pageMappingCols), customerID, id))
+		if err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventPageMappingChanged, customerID, pageMappingChange(topics.OpDeleted, m))
+	})
 	return m, postgres.Error(err, "page topic mapping")
 }

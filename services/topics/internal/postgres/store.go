@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,11 +31,15 @@ func Migrations() fs.FS {
 // Schema is the service's own schema.
 const Schema = "topics"
 
-// Store implements topics.Store.
-type Store struct{ db *pgxpool.Pool }
+// Store is the topics schema. Every change writes its events to the outbox
+// table in its own transaction.
+type Store struct {
+	db  *pgxpool.Pool
+	now func() time.Time // the events' occurredAt
+}
 
 // New returns a store on pool (whose search_path is the topics schema).
-func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
+func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, now: now} }
 
 // querier is what list helpers need: the pool or a transaction.
 type querier interface {

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/paging"
@@ -20,7 +23,15 @@ const (
 	tenantB int64 = 2
 )
 
+// clock is the events' time in store tests.
+var clock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+
 func newStore(t *testing.T) *postgres.Store {
+	s, _ := newStoreAndPool(t)
+	return s
+}
+
+func newStoreAndPool(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()},
@@ -29,7 +40,7 @@ func newStore(t *testing.T) *postgres.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return postgres.New(pool)
+	return postgres.New(pool, func() time.Time { return clock }), pool
 }
 
 func wantCode(t *testing.T, err error, code apperr.Code) *apperr.Error {

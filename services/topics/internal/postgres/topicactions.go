@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -58,7 +59,8 @@ func (s *Store) TopicAction(ctx context.Context, customerID, id int64) (topics.T
 
 // CreateTopicActions inserts the mappings in one transaction. It locks the
 // referenced live topics and actions, reports what exists to check, and
-// inserts only when check accepts: all or nothing.
+// inserts only when check accepts: all or nothing (topic.action.changed,
+// created, for each, in request order).
 func (s *Store) CreateTopicActions(ctx context.Context, customerID int64, items []topics.NewTopicAction, check func(topics.TopicActionRefs) error) ([]topics.TopicAction, error) {
 	var created []topics.TopicAction
 	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
@@ -98,7 +100,8 @@ func (s *Store) CreateTopicActions(ctx context.Context, customerID int64, items 
 			}
 			created[i] = m
 		}
-		return nil
+		return s.addMappingEvents(ctx, tx, contracts.EventTopicActionChanged, customerID,
+			paging.Map(created, func(m topics.TopicAction) contracts.MappingChanged { return topicActionChange(topics.OpCreated, m) })...)
 	})
 	return created, postgres.Error(err, "topic action")
 }
@@ -148,23 +151,35 @@ func scanID(r pgx.Row) (int64, error) {
 	return id, err
 }
 
+// changeTopicAction runs one statement returning a mapping and writes its
+// topic.action.changed event, in one transaction.
+func (s *Store) changeTopicAction(ctx context.Context, customerID int64, op, sql string, args ...any) (topics.TopicAction, error) {
+	var m topics.TopicAction
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		if m, err = scanTopicAction(tx.QueryRow(ctx, sql, args...)); err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventTopicActionChanged, customerID, topicActionChange(op, m))
+	})
+	return m, postgres.Error(err, "topic action")
+}
+
 // UpdateTopicActionPriority sets the priority of a mapping of a live topic.
 func (s *Store) UpdateTopicActionPriority(ctx context.Context, customerID, id int64, priority int) (topics.TopicAction, error) {
-	m, err := scanTopicAction(s.db.QueryRow(ctx, `UPDATE topic_actions ta SET priority = $3, updated_at = now()
+	return s.changeTopicAction(ctx, customerID, topics.OpUpdated, `UPDATE topic_actions ta SET priority = $3, updated_at = now()
 		FROM topics t
 		WHERE ta.customer_id = $1 AND ta.topic_action_id = $2
 		  AND t.customer_id = ta.customer_id AND t.topic_id = ta.topic_id AND t.deleted_at IS NULL
-		RETURNING `+prefixCols("ta.", topicActionCols), customerID, id, priority))
-	return m, postgres.Error(err, "topic action")
+		RETURNING `+prefixCols("ta.", topicActionCols), customerID, id, priority)
 }
 
 // DeleteTopicAction deletes a mapping of a live topic and returns it.
 func (s *Store) DeleteTopicAction(ctx context.Context, customerID, id int64) (topics.TopicAction, error) {
-	m, err := scanTopicAction(s.db.QueryRow(ctx, `DELETE FROM topic_actions ta USING topics t
+	return s.changeTopicAction(ctx, customerID, topics.OpDeleted, `DELETE FROM topic_actions ta USING topics t
 		WHERE ta.customer_id = $1 AND ta.topic_action_id = $2
 		  AND t.customer_id = ta.customer_id AND t.topic_id = ta.topic_id AND t.deleted_at IS NULL
-		RETURNING `+prefixCols("ta.", topicActionCols), customerID, id))
-	return m, postgres.Error(err, "topic action")
+		RETURNING `+prefixCols("ta.", topicActionCols), customerID, id)
 }
 
 // ActiveActions lists the active mappings to active actions of a live topic,

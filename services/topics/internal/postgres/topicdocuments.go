@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -69,7 +70,10 @@ func (s *Store) CreateTopicDocument(ctx context.Context, customerID int64, in to
 		}
 		m, err = scanTopicDocument(tx.QueryRow(ctx, `INSERT INTO topic_documents (customer_id, topic_id, document_id, relevance_score)
 			VALUES ($1, $2, $3, $4) RETURNING `+topicDocumentCols, customerID, in.TopicID, in.DocumentID, in.RelevanceScore))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventTopicDocumentChanged, customerID, topicDocumentChange(topics.OpCreated, m))
 	})
 	if postgres.UniqueViolation(err, "topic_documents_pair_key") {
 		return m, &apperr.Error{Code: apperr.Conflict, Message: "this document is already linked to this topic",
@@ -78,23 +82,35 @@ func (s *Store) CreateTopicDocument(ctx context.Context, customerID int64, in to
 	return m, postgres.Error(err, "topic document")
 }
 
+// changeTopicDocument runs one statement returning a mapping and writes its
+// topic.document.changed event, in one transaction.
+func (s *Store) changeTopicDocument(ctx context.Context, customerID int64, op, sql string, args ...any) (topics.TopicDocument, error) {
+	var m topics.TopicDocument
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		if m, err = scanTopicDocument(tx.QueryRow(ctx, sql, args...)); err != nil {
+			return err
+		}
+		return s.addMappingEvents(ctx, tx, contracts.EventTopicDocumentChanged, customerID, topicDocumentChange(op, m))
+	})
+	return m, postgres.Error(err, "topic document")
+}
+
 // UpdateTopicDocumentScore sets the relevance of a mapping of a live topic.
 func (s *Store) UpdateTopicDocumentScore(ctx context.Context, customerID, id int64, score int) (topics.TopicDocument, error) {
-	m, err := scanTopicDocument(s.db.QueryRow(ctx, `UPDATE topic_documents td SET relevance_score = $3, updated_at = now()
+	return s.changeTopicDocument(ctx, customerID, topics.OpUpdated, `UPDATE topic_documents td SET relevance_score = $3, updated_at = now()
 		FROM topics t
 		WHERE td.customer_id = $1 AND td.topic_document_id = $2
 		  AND t.customer_id = td.customer_id AND t.topic_id = td.topic_id AND t.deleted_at IS NULL
-		RETURNING `+prefixCols("td.", topicDocumentCols), customerID, id, score))
-	return m, postgres.Error(err, "topic document")
+		RETURNING `+prefixCols("td.", topicDocumentCols), customerID, id, score)
 }
 
 // DeleteTopicDocument deletes a mapping of a live topic and returns it.
 func (s *Store) DeleteTopicDocument(ctx context.Context, customerID, id int64) (topics.TopicDocument, error) {
-	m, err := scanTopicDocument(s.db.QueryRow(ctx, `DELETE FROM topic_documents td USING topics t
+	return s.changeTopicDocument(ctx, customerID, topics.OpDeleted, `DELETE FROM topic_documents td USING topics t
 		WHERE td.customer_id = $1 AND td.topic_document_id = $2
 		  AND t.customer_id = td.customer_id AND t.topic_id = td.topic_id AND t.deleted_at IS NULL
-		RETURNING `+prefixCols("td.", topicDocumentCols), customerID, id))
-	return m, postgres.Error(err, "topic document")
+		RETURNING `+prefixCols("td.", topicDocumentCols), customerID, id)
 }
 
 // LinkedDocuments returns the documents linked to the live topics among

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -60,25 +61,39 @@ func topicNameError(err error, name string) error {
 	return postgres.Error(err, "topic")
 }
 
-// CreateTopic inserts a topic.
+// changeTopic runs one statement returning a topic and writes its event,
+// in one transaction.
+func (s *Store) changeTopic(ctx context.Context, eventType, sql string, args ...any) (topics.Topic, error) {
+	var t topics.Topic
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		if t, err = scanTopic(tx.QueryRow(ctx, sql, args...)); err != nil {
+			return err
+		}
+		return s.addTopicEvent(ctx, tx, eventType, t)
+	})
+	return t, err
+}
+
+// CreateTopic inserts a topic (topic.created).
 func (s *Store) CreateTopic(ctx context.Context, customerID int64, in topics.TopicInput) (topics.Topic, error) {
-	t, err := scanTopic(s.db.QueryRow(ctx, `INSERT INTO topics (customer_id, name, description)
-		VALUES ($1, $2, $3) RETURNING `+topicCols, customerID, in.Name, in.Description))
+	t, err := s.changeTopic(ctx, contracts.EventTopicCreated, `INSERT INTO topics (customer_id, name, description)
+		VALUES ($1, $2, $3) RETURNING `+topicCols, customerID, in.Name, in.Description)
 	return t, topicNameError(err, in.Name)
 }
 
-// UpdateTopic replaces name and description of a live topic.
+// UpdateTopic replaces name and description of a live topic (topic.updated).
 func (s *Store) UpdateTopic(ctx context.Context, customerID, id int64, in topics.TopicInput) (topics.Topic, error) {
-	t, err := scanTopic(s.db.QueryRow(ctx, `UPDATE topics SET name = $3, description = $4, updated_at = now()
+	t, err := s.changeTopic(ctx, contracts.EventTopicUpdated, `UPDATE topics SET name = $3, description = $4, updated_at = now()
 		WHERE customer_id = $1 AND topic_id = $2 AND deleted_at IS NULL RETURNING `+topicCols,
-		customerID, id, in.Name, in.Description))
+		customerID, id, in.Name, in.Description)
 	return t, topicNameError(err, in.Name)
 }
 
-// DeleteTopic soft-deletes a live topic and returns it.
+// DeleteTopic soft-deletes a live topic and returns it (topic.deleted).
 func (s *Store) DeleteTopic(ctx context.Context, customerID, id int64) (topics.Topic, error) {
-	t, err := scanTopic(s.db.QueryRow(ctx, `UPDATE topics SET deleted_at = now(), updated_at = now()
-		WHERE customer_id = $1 AND topic_id = $2 AND deleted_at IS NULL RETURNING `+topicCols, customerID, id))
+	t, err := s.changeTopic(ctx, contracts.EventTopicDeleted, `UPDATE topics SET deleted_at = now(), updated_at = now()
+		WHERE customer_id = $1 AND topic_id = $2 AND deleted_at IS NULL RETURNING `+topicCols, customerID, id)
 	return t, postgres.Error(err, "topic")
 }
 

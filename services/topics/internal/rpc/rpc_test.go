@@ -15,6 +15,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
+	"supportplatform.dev/pkg/outbox"
 	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/topics/internal/postgres"
@@ -26,6 +27,7 @@ type env struct {
 	bus    *natsbus.Bus // the caller's connection (another service)
 	svc    *topics.Service
 	events jetstream.Stream
+	relay  *outbox.Relay // publishes what the store wrote to the outbox
 }
 
 func setup(t *testing.T) env {
@@ -48,7 +50,7 @@ func setup(t *testing.T) env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	svc := topics.NewService(postgres.New(pool), topics.BusEvents{Bus: server}, log)
+	svc := topics.NewService(postgres.New(pool, time.Now))
 	if err := rpc.Serve(server, svc); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func setup(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{bus: client, svc: svc, events: stream}
+	return env{bus: client, svc: svc, events: stream, relay: outbox.NewRelay(pool, server, log)}
 }
 
 func TestLookups(t *testing.T) {
@@ -207,7 +209,12 @@ func TestLookups(t *testing.T) {
 		}
 	})
 
+	// The store wrote each change's events to the outbox; the relay (which
+	// boot runs in the service) publishes them on the EVENTS stream.
 	t.Run("events", func(t *testing.T) {
+		if n, err := e.relay.Flush(ctx); err != nil || n != 11 {
+			t.Fatalf("relayed %d events, %v; want 11", n, err)
+		}
 		cons, err := e.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)

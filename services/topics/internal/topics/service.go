@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"supportplatform.dev/pkg/apperr"
-	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 )
 
@@ -35,7 +34,6 @@ func (s *Service) CreateTopic(ctx context.Context, customerID int64, in TopicInp
 	if err != nil {
 		return Topic{}, err
 	}
-	s.topicEvent(ctx, contracts.EventTopicCreated, t)
 	return t, nil
 }
 
@@ -49,19 +47,14 @@ func (s *Service) UpdateTopic(ctx context.Context, customerID, id int64, in Topi
 	if err != nil {
 		return Topic{}, err
 	}
-	s.topicEvent(ctx, contracts.EventTopicUpdated, t)
 	return t, nil
 }
 
 // DeleteTopic soft-deletes a topic: from then on it and all its mappings
 // match nothing (see the package comment).
 func (s *Service) DeleteTopic(ctx context.Context, customerID, id int64) error {
-	t, err := s.store.DeleteTopic(ctx, customerID, id)
-	if err != nil {
-		return err
-	}
-	s.topicEvent(ctx, contracts.EventTopicDeleted, t)
-	return nil
+	_, err := s.store.DeleteTopic(ctx, customerID, id)
+	return err
 }
 
 // TopicNames maps the live ones among ids to their names (RPC).
@@ -154,14 +147,8 @@ func (s *Service) UpdateAction(ctx context.Context, customerID, id int64, in Act
 
 // DeleteAction deletes an action and with it its topic mappings.
 func (s *Service) DeleteAction(ctx context.Context, customerID, id int64) error {
-	removed, err := s.store.DeleteAction(ctx, customerID, id)
-	if err != nil {
-		return err
-	}
-	for _, m := range removed {
-		s.mappingEvent(ctx, contracts.EventTopicActionChanged, customerID, OpDeleted, m.ID, m.TopicID, m.ActionID)
-	}
-	return nil
+	_, err := s.store.DeleteAction(ctx, customerID, id)
+	return err
 }
 
 // ListDocuments pages through the customer's documents.
@@ -194,14 +181,8 @@ func (s *Service) UpdateDocument(ctx context.Context, customerID, id int64, in D
 
 // DeleteDocument deletes a document and with it its topic mappings.
 func (s *Service) DeleteDocument(ctx context.Context, customerID, id int64) error {
-	removed, err := s.store.DeleteDocument(ctx, customerID, id)
-	if err != nil {
-		return err
-	}
-	for _, m := range removed {
-		s.mappingEvent(ctx, contracts.EventTopicDocumentChanged, customerID, OpDeleted, m.ID, m.TopicID, m.DocumentID)
-	}
-	return nil
+	_, err := s.store.DeleteDocument(ctx, customerID, id)
+	return err
 }
 
 // ListTopicActions pages through the mappings of live topics, ordered by
@@ -232,7 +213,6 @@ func (s *Service) CreateTopicAction(ctx context.Context, customerID int64, in To
 	if err != nil {
 		return TopicAction{}, err
 	}
-	s.topicActionCreated(ctx, customerID, created)
 	return created[0], nil
 }
 
@@ -248,14 +228,7 @@ func (s *Service) CreateTopicActions(ctx context.Context, customerID int64, in [
 	if err != nil {
 		return nil, err
 	}
-	s.topicActionCreated(ctx, customerID, created)
 	return created, nil
-}
-
-func (s *Service) topicActionCreated(ctx context.Context, customerID int64, created []TopicAction) {
-	for _, m := range created {
-		s.mappingEvent(ctx, contracts.EventTopicActionChanged, customerID, OpCreated, m.ID, m.TopicID, m.ActionID)
-	}
 }
 
 // UpdateTopicActionPriority changes only the priority of a mapping.
@@ -265,22 +238,14 @@ func (s *Service) UpdateTopicActionPriority(ctx context.Context, customerID, id 
 	if err := v.Err(); err != nil {
 		return err
 	}
-	m, err := s.store.UpdateTopicActionPriority(ctx, customerID, id, int(*priority))
-	if err != nil {
-		return err
-	}
-	s.mappingEvent(ctx, contracts.EventTopicActionChanged, customerID, OpUpdated, m.ID, m.TopicID, m.ActionID)
-	return nil
+	_, err := s.store.UpdateTopicActionPriority(ctx, customerID, id, int(*priority))
+	return err
 }
 
 // DeleteTopicAction removes a mapping.
 func (s *Service) DeleteTopicAction(ctx context.Context, customerID, id int64) error {
-	m, err := s.store.DeleteTopicAction(ctx, customerID, id)
-	if err != nil {
-		return err
-	}
-	s.mappingEvent(ctx, contracts.EventTopicActionChanged, customerID, OpDeleted, m.ID, m.TopicID, m.ActionID)
-	return nil
+	_, err := s.store.DeleteTopicAction(ctx, customerID, id)
+	return err
 }
 
 // ListTopicDocuments pages through the document mappings of live topics,
@@ -308,7 +273,6 @@ func (s *Service) CreateTopicDocument(ctx context.Context, customerID int64, in 
 	if err != nil {
 		return TopicDocument{}, err
 	}
-	s.mappingEvent(ctx, contracts.EventTopicDocumentChanged, customerID, OpCreated, m.ID, m.TopicID, m.DocumentID)
 	return m, nil
 }
 
@@ -319,22 +283,14 @@ func (s *Service) UpdateTopicDocumentScore(ctx context.Context, customerID, id i
 	if err := v.Err(); err != nil {
 		return err
 	}
-	m, err := s.store.UpdateTopicDocumentScore(ctx, customerID, id, int(*score))
-	if err != nil {
-		return err
-	}
-	s.mappingEvent(ctx, contracts.EventTopicDocumentChanged, customerID, OpUpdated, m.ID, m.TopicID, m.DocumentID)
-	return nil
+	_, err := s.store.UpdateTopicDocumentScore(ctx, customerID, id, int(*score))
+	return err
 }
 
 // DeleteTopicDocument removes a mapping.
 func (s *Service) DeleteTopicDocument(ctx context.Context, customerID, id int64) error {
-	m, err := s.store.DeleteTopicDocument(ctx, customerID, id)
-	if err != nil {
-		return err
-	}
-	s.mappingEvent(ctx, contracts.EventTopicDocumentChanged, customerID, OpDeleted, m.ID, m.TopicID, m.DocumentID)
-	return nil
+	_, err := s.store.DeleteTopicDocument(ctx, customerID, id)
+	return err
 }
 
 // ListPageMappings pages through the page mappings of live topics.
@@ -357,7 +313,6 @@ func (s *Service) CreatePageMapping(ctx context.Context, customerID int64, in Pa
 	if err != nil {
 		return PageMapping{}, err
 	}
-	s.mappingEvent(ctx, contracts.EventPageMappingChanged, customerID, OpCreated, m.ID, m.TopicID, 0)
 	return m, nil
 }
 
@@ -371,18 +326,13 @@ func (s *Service) UpdatePageMapping(ctx context.Context, customerID, id int64, i
 	if err != nil {
 		return PageMapping{}, err
 	}
-	s.mappingEvent(ctx, contracts.EventPageMappingChanged, customerID, OpUpdated, m.ID, m.TopicID, 0)
 	return m, nil
 }
 
 // DeletePageMapping removes a page mapping.
 func (s *Service) DeletePageMapping(ctx context.Context, customerID, id int64) error {
-	m, err := s.store.DeletePageMapping(ctx, customerID, id)
-	if err != nil {
-		return err
-	}
-	s.mappingEvent(ctx, contracts.EventPageMappingChanged, customerID, OpDeleted, m.ID, m.TopicID, 0)
-	return nil
+	_, err := s.store.DeletePageMapping(ctx, customerID, id)
+	return err
 }
 
 // TopicsForURL normalises a page URL and returns the live topics mapped to

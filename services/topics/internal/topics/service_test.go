@@ -2,13 +2,9 @@ package topics
 
 import (
 	"context"
-	"errors"
-	"io"
-	"log/slog"
 	"testing"
 
 	"supportplatform.dev/pkg/apperr"
-	"supportplatform.dev/pkg/contracts"
 )
 
 // fakeStore implements the few Store methods these tests reach; any other
@@ -32,66 +28,24 @@ func (f *fakeStore) DeleteTopic(_ context.Context, customerID, id int64) (Topic,
 	return f.deleted, nil
 }
 
-type recorded struct {
-	eventType string
-	topic     Topic
-}
-
-type fakeEvents struct {
-	got  []recorded
-	fail bool
-}
-
-func (f *fakeEvents) TopicChanged(_ context.Context, eventType string, t Topic) error {
-	f.got = append(f.got, recorded{eventType, t})
-	if f.fail {
-		return errors.New("nats down")
-	}
-	return nil
-}
-
-func (f *fakeEvents) MappingChanged(context.Context, string, int64, contracts.MappingChanged) error {
-	return nil
-}
-
-func TestServiceEvents(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st := &fakeStore{deleted: Topic{ID: 5, CustomerID: 1, Name: "gone"}}
-	ev := &fakeEvents{}
-	svc := NewService(st, ev, log)
-	ctx := context.Background()
-
-	// Invalid input never reaches the store or the bus.
-	if _, err := svc.CreateTopic(ctx, 1, TopicInput{Name: " "}); !apperr.Is(err, apperr.Invalid) {
+// Invalid input never reaches the store. (The events of a change are the
+// store's: see internal/postgres.)
+func TestInvalidInputNeverReachesTheStore(t *testing.T) {
+	st := &fakeStore{}
+	svc := NewService(st)
+	if _, err := svc.CreateTopic(context.Background(), 1, TopicInput{Name: " "}); !apperr.Is(err, apperr.Invalid) {
 		t.Fatalf("err = %v", err)
 	}
-	if st.calls != 0 || len(ev.got) != 0 {
-		t.Fatalf("store calls %d, events %v", st.calls, ev.got)
+	if st.calls != 0 {
+		t.Fatalf("store calls %d", st.calls)
 	}
-	if _, err := svc.CreateTopic(ctx, 1, TopicInput{Name: " Billing "}); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.DeleteTopic(ctx, 1, 5); err != nil {
-		t.Fatal(err)
-	}
-	// A failed delete publishes nothing.
-	if err := svc.DeleteTopic(ctx, 1, 6); !apperr.Is(err, apperr.NotFound) {
-		t.Fatalf("err = %v", err)
-	}
-	want := []recorded{{contracts.EventTopicCreated, Topic{ID: 7, CustomerID: 1, Name: "Billing"}}, {contracts.EventTopicDeleted, st.deleted}}
-	if len(ev.got) != len(want) || ev.got[0] != want[0] || ev.got[1] != want[1] {
-		t.Fatalf("events = %+v", ev.got)
-	}
-
-	// The change is committed: a bus failure is logged, not returned.
-	ev.fail = true
-	if err := svc.DeleteTopic(ctx, 1, 5); err != nil {
-		t.Fatalf("publish failure leaked: %v", err)
+	if _, err := svc.CreateTopic(context.Background(), 1, TopicInput{Name: " Billing "}); err != nil || st.calls != 1 {
+		t.Fatalf("valid create: %v, %d calls", err, st.calls)
 	}
 }
 
 func TestRPCInputChecks(t *testing.T) {
-	svc := NewService(&fakeStore{}, &fakeEvents{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc := NewService(&fakeStore{})
 	ctx := context.Background()
 	if _, err := svc.TopicNames(ctx, 0, []int64{1}); !apperr.Is(err, apperr.Invalid) {
 		t.Fatalf("customer 0: %v", err)

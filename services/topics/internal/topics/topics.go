@@ -10,10 +10,8 @@ package topics
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
-	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 )
 
@@ -155,39 +153,14 @@ type Store interface {
 	TopicsForURL(ctx context.Context, customerID int64, url string) ([]Topic, error)
 }
 
-// Events announces changes to other services (on the EVENTS stream).
-type Events interface {
-	TopicChanged(ctx context.Context, eventType string, t Topic) error
-	MappingChanged(ctx context.Context, eventType string, customerID int64, m contracts.MappingChanged) error
-}
-
 // Service implements the use cases.
 type Service struct {
-	store  Store
-	events Events
-	log    *slog.Logger
+	store Store
 }
 
 // NewService builds the service.
-func NewService(store Store, events Events, log *slog.Logger) *Service {
-	return &Service{store: store, events: events, log: log}
-}
-
-// publish sends an event after the change was committed. A failure is
-// logged, not returned: the change happened and the client must not retry it.
-func (s *Service) publish(ctx context.Context, what string, err error) {
-	if err != nil {
-		s.log.WarnContext(ctx, "event not published", "event", what, "error", err.Error())
-	}
-}
-
-func (s *Service) topicEvent(ctx context.Context, eventType string, t Topic) {
-	s.publish(ctx, eventType, s.events.TopicChanged(ctx, eventType, t))
-}
-
-func (s *Service) mappingEvent(ctx context.Context, eventType string, customerID int64, op string, id, topicID, targetID int64) {
-	s.publish(ctx, eventType, s.events.MappingChanged(ctx, eventType, customerID,
-		contracts.MappingChanged{Op: op, MappingID: id, TopicID: topicID, TargetID: targetID}))
+func NewService(store Store) *Service {
+	return &Service{store: store}
 }
 
 // Mapping change operations (contracts.MappingChanged.Op).
