@@ -63,7 +63,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	svc := topics.NewService(postgres.New(deps.DB, deps.Now))
+	store := postgres.New(deps.DB, deps.Now)
+	svc := &topics.Service{
+		TopicService:         topics.NewTopicService(store),
+		TopicActionService:   topics.NewTopicActionService(store),
+		TopicDocumentService: topics.NewTopicDocumentService(store),
+		PageMappingService:   topics.NewPageMappingService(store),
+		ActionService:        topics.NewActionService(store),
+		DocumentService:      topics.NewDocumentService(store),
+	}
 
 	if err := rpc.Serve(deps.Bus, svc); err != nil {
 		return err

@@ -14,9 +14,17 @@ import (
 	"supportplatform.dev/services/topics/internal/topics"
 )
 
+// Lookups is what the responders call of the topics service.
+type Lookups interface {
+	TopicNames(ctx context.Context, customerID int64, ids []int64) (map[int64]string, error)
+	AllTopics(ctx context.Context, customerID int64) ([]topics.Topic, error)
+	LinkedDocuments(ctx context.Context, customerID int64, topicIDs []int64, limit int) ([]topics.LinkedDocument, error)
+	ActiveActions(ctx context.Context, customerID, topicID int64) ([]topics.LinkedAction, error)
+}
+
 // Serve subscribes the four responders. The bus keeps the subscriptions and
 // drains them at shutdown (also after an error here).
-func Serve(bus *natsbus.Bus, svc *topics.Service) error {
+func Serve(bus *natsbus.Bus, svc Lookups) error {
 	var errs []error
 	add := func(_ *nats.Subscription, err error) { errs = append(errs, err) }
 	add(natsbus.Serve(bus, contracts.RPCTopicNames, contracts.QueueTopics,

@@ -50,7 +50,15 @@ func setup(t *testing.T) env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	svc := topics.NewService(postgres.New(pool, time.Now))
+	store := postgres.New(pool, time.Now)
+	svc := &topics.Service{
+		TopicService:         topics.NewTopicService(store),
+		TopicActionService:   topics.NewTopicActionService(store),
+		TopicDocumentService: topics.NewTopicDocumentService(store),
+		PageMappingService:   topics.NewPageMappingService(store),
+		ActionService:        topics.NewActionService(store),
+		DocumentService:      topics.NewDocumentService(store),
+	}
 	if err := rpc.Serve(server, svc); err != nil {
 		t.Fatal(err)
 	}
