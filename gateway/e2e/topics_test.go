@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/nats-io/nats.go"
 
+	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
 )
 
@@ -363,6 +368,8 @@ func TestTopicActions(t *testing.T) {
 		{"channelId=x", "channelId"}, {"channelId=0", "channelId"},
 		{"isActive=maybe", "isActive"}, {"isActive=1", "isActive"},
 		{"hookName=" + strings.Repeat("h", 201), "hookName"},
+		{"hookName=%c3%28", "hookName"}, // invalid UTF-8
+		{"hookName=a%00b", "hookName"},
 	} {
 		wantProblem(t, a.get(topicActionsPath+"?"+q.query), http.StatusBadRequest, q.field)
 	}
@@ -609,6 +616,7 @@ func TestTopicDocuments(t *testing.T) {
 	for _, q := range []struct{ query, field string }{
 		{"topicId=x", "topicId"}, {"documentId=0", "documentId"}, {"channelId=-2", "channelId"},
 		{"isHook=maybe", "isHook"}, {"isHook=yes", "isHook"}, {"hookName=" + strings.Repeat("h", 201), "hookName"},
+		{"hookName=%fe", "hookName"}, {"hookName=%00", "hookName"},
 	} {
 		wantProblem(t, a.get(topicDocumentsPath+"?"+q.query), http.StatusBadRequest, q.field)
 	}
@@ -742,6 +750,8 @@ func TestPageTopicMappings(t *testing.T) {
 	wantProblem(t, a.get(lookupPath+"?url=%2Frelative"), http.StatusBadRequest, "url")
 	wantProblem(t, a.get(lookupPath+"?url="+url.QueryEscape("mailto:help@shop.example")), http.StatusBadRequest, "url")
 	wantProblem(t, a.get(lookupPath+"?url="+url.QueryEscape("https://shop.example/\x01")), http.StatusBadRequest, "url")
+	wantProblem(t, a.get(lookupPath+"?url=https://shop.example/%ff"), http.StatusBadRequest, "url")
+	wantProblem(t, a.get(lookupPath+"?url=https://shop.example/%00"), http.StatusBadRequest, "url")
 	wantOK(t, a.get("/api/PageTopicMappings/LOOKUP?URL="+url.QueryEscape("https://shop.example/pricing")), http.StatusOK, &lk)
 	if len(lk.Topics) != 2 {
 		t.Fatalf("odd-cased lookup: %+v", lk)
@@ -1176,6 +1186,50 @@ func TestTopicDeletion(t *testing.T) {
 		t.Fatalf("refused PUT changed the mapping: %+v", got)
 	}
 
+	// The NATS lookups of other services no longer return it or its mappings.
+	rpc := func(subject string, req, reply any) {
+		t.Helper()
+		body, _ := json.Marshal(req)
+		msg, err := nc.Request(contracts.Names{Prefix: stk.NATSPrefix}.Subject(subject), body, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		var env struct {
+			Data  json.RawMessage `json:"data"`
+			Error any             `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &env); err != nil || env.Error != nil {
+			t.Fatalf("%s reply %s: %v", subject, msg.Data, err)
+		}
+		if err := json.Unmarshal(env.Data, reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names contracts.TopicNamesReply
+	rpc(contracts.RPCTopicNames, contracts.TopicNamesRequest{CustomerID: tn.customerID, TopicIDs: []int64{doomed.TopicID, keep.TopicID}}, &names)
+	if len(names.Names) != 1 || names.Names[keep.TopicID] != keep.Name {
+		t.Fatalf("names after the delete: %+v", names.Names)
+	}
+	var acts contracts.TopicActionsReply
+	rpc(contracts.RPCTopicActions, contracts.TopicActionsRequest{CustomerID: tn.customerID, TopicID: doomed.TopicID}, &acts)
+	if len(acts.Actions) != 0 {
+		t.Fatalf("actions of the deleted topic: %+v", acts.Actions)
+	}
+	rpc(contracts.RPCTopicActions, contracts.TopicActionsRequest{CustomerID: tn.customerID, TopicID: keep.TopicID}, &acts)
+	if len(acts.Actions) != 1 || acts.Actions[0].TopicActionID != kta.TopicActionID {
+		t.Fatalf("actions of the kept topic: %+v", acts.Actions)
+	}
+	var docs contracts.TopicDocumentsReply
+	rpc(contracts.RPCTopicDocuments, contracts.TopicDocumentsRequest{CustomerID: tn.customerID, TopicIDs: []int64{doomed.TopicID, keep.TopicID}}, &docs)
+	if len(docs.Documents) != 1 || docs.Documents[0].TopicID != keep.TopicID || docs.Documents[0].RelevanceScore != 10 {
+		t.Fatalf("documents after the delete: %+v", docs.Documents)
+	}
+	var all contracts.TopicsAllReply
+	rpc(contracts.RPCTopicsAll, contracts.TopicsAllRequest{CustomerID: tn.customerID}, &all)
+	if len(all.Topics) != 1 || all.Topics[0].TopicID != keep.TopicID {
+		t.Fatalf("all topics after the delete: %+v", all.Topics)
+	}
+
 	// topic.deleted was published for it.
 	deadline := time.After(10 * time.Second)
 	for found := false; !found; {
@@ -1488,8 +1542,112 @@ func TestTopicsInvalidUTF8AndMalformedQuery(t *testing.T) {
 	if p := wantProblem(t, r, http.StatusBadRequest); !strings.Contains(p.Detail, "UTF-8") {
 		t.Fatalf("detail %q", p.Detail)
 	}
-	for _, q := range []string{"?pageSize=%zz", "?name=%ff", "?name=a%00b"} {
-		wantProblem(t, a.raw(http.MethodGet, topicsPath+q, "", ""), http.StatusBadRequest)
+	wantProblem(t, a.raw(http.MethodGet, topicsPath+"?pageSize=%zz", "", ""), http.StatusBadRequest)
+	for _, q := range []string{"?name=%ff", "?name=a%00b"} {
+		wantProblem(t, a.raw(http.MethodGet, topicsPath+q, "", ""), http.StatusBadRequest, "name")
+	}
+}
+
+// The topics service refuses a token that the auth service's key signed but
+// that differs from a real one in one property, and one signed by another
+// key: 401 with a challenge, on reads, writes and lookups alike.
+func TestTopicsRejectBadTokens(t *testing.T) {
+	t.Parallel()
+	tn := newTenant(t)
+	hdr, claims := tokenParts(t, tn.token)
+	kid := hdr["kid"].(string)
+	key := signingKey(t)
+	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(*authn.Claims)) string {
+		c := claims
+		f(&c)
+		return mint(t, kid, c, key)
+	}
+	// Sanity: re-minted unchanged, the token works, so each refusal below
+	// is due to its one difference.
+	wantOK(t, as{t: t, c: client(t), token: mint(t, kid, claims, key)}.get(topicsPath), http.StatusOK, nil)
+
+	bad := map[string]string{
+		"expired": with(func(c *authn.Claims) {
+			c.IssuedAt = jwt.NewNumericDate(time.Now().Add(-2 * time.Hour))
+			c.IssuedAtMs = c.IssuedAt.UnixMilli()
+			c.NotBefore = c.IssuedAt
+			c.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Hour))
+		}),
+		"not yet valid":  with(func(c *authn.Claims) { c.NotBefore = jwt.NewNumericDate(time.Now().Add(time.Hour)) }),
+		"wrong issuer":   with(func(c *authn.Claims) { c.Issuer = "https://evil.example" }),
+		"wrong audience": with(func(c *authn.Claims) { c.Audience = jwt.ClaimStrings{"other-api"} }),
+		"another key":    mint(t, kid, claims, otherKey),
+		"unknown kid":    mint(t, "not-a-kid", claims, otherKey),
+	}
+	for name, token := range bad {
+		t.Run(name, func(t *testing.T) {
+			a := as{t: t, c: client(t), token: token}
+			for _, r := range []*Response{
+				a.get(topicsPath),
+				a.post(topicsPath, map[string]any{"name": "Forged " + randomHex(3)}),
+				a.get(lookupPath + "?url=" + url.QueryEscape("https://shop.example/")),
+				a.del(at(topicActionsPath, 1)),
+			} {
+				wantProblem(t, r, http.StatusUnauthorized)
+				if r.Header.Get("WWW-Authenticate") == "" {
+					t.Fatalf("no WWW-Authenticate challenge: %s", r.Body)
+				}
+			}
+		})
+	}
+	wantIDs(t, "topics after forged requests", idsOf[topicBody](tn.on(t), topicsPath), nil)
+}
+
+// Paths under the topics prefixes that the service does not serve, and
+// methods it does not allow, are problems from the service (the gateway
+// routes the whole prefix to it); every problem names its path and request.
+func TestTopicsUnknownRoutesAndMethods(t *testing.T) {
+	t.Parallel()
+	tn := newTenant(t)
+	tp := tn.on(t).createTopic("Routes "+randomHex(3), "")
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, at(topicsPath, tp.TopicID) + "/extra", http.StatusNotFound},
+		{http.MethodGet, "/api/TopicActions/bulk/1", http.StatusNotFound},
+		{http.MethodPatch, at(topicsPath, tp.TopicID), http.StatusMethodNotAllowed},
+		{http.MethodDelete, topicsPath, http.StatusMethodNotAllowed},
+		{http.MethodPut, pageMappingsPath, http.StatusMethodNotAllowed},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), tc.method, stk.HTTPSURL+tc.path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tn.token)
+		resp, err := stk.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Fatalf("%s %s: %d, want %d: %s", tc.method, tc.path, resp.StatusCode, tc.status, body)
+		}
+		if err := api.ValidateProblem(resp.StatusCode, resp.Header, body); err != nil {
+			t.Fatalf("%s %s: %v", tc.method, tc.path, err)
+		}
+	}
+	if got := getAs[topicBody](tn.on(t), at(topicsPath, tp.TopicID)); got != tp {
+		t.Fatalf("the topic changed: %+v", got)
+	}
+
+	// A problem carries the request's path as its instance and the request id
+	// of the X-Request-Id header.
+	r := tn.on(t).get(topicsPath + "/0?pageSize=1")
+	p := wantProblem(t, r, http.StatusBadRequest, "id")
+	if p.Instance != topicsPath+"/0" {
+		t.Fatalf("instance %q, want %q", p.Instance, topicsPath+"/0")
 	}
 }
 
