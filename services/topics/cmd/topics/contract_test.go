@@ -1,3 +1,7 @@
+// In-process test of what the end-to-end suite cannot see: that every route
+// the service registers is in gateway/openapi.yaml and every documented
+// topics route is served (e2e validates the responses it gets, not the
+// routes it never calls).
 package main
 
 import (

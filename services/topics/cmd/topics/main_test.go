@@ -1,3 +1,6 @@
+// In-process tests of what the end-to-end suite cannot reach: the migrate
+// subcommand, refused commands and configuration, and the README's table of
+// variables. The API itself is tested through the gateway in gateway/e2e.
 package main
 
 import (
@@ -5,13 +8,14 @@ import (
 	"io"
 	"os"
 	"strings"
-	"supportplatform.dev/pkg/config/configtest"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"supportplatform.dev/pkg/config/configtest"
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/pkg/randid"
 )
 
 func TestMigrateAndCommands(t *testing.T) {
@@ -21,7 +25,7 @@ func TestMigrateAndCommands(t *testing.T) {
 		redisURL = "redis://127.0.0.1:6379/0"
 	}
 	env := map[string]string{"DATABASE_URL": db, "NATS_URL": natstest.Start(t), "REDIS_URL": redisURL,
-		"NATS_PREFIX": "migratetest" + randomHex(4), "LOG_LEVEL": "warn"}
+		"NATS_PREFIX": "migratetest" + randid.Hex(4), "LOG_LEVEL": "warn"}
 	getenv := func(k string) string { return env[k] }
 	ctx := context.Background()
 
