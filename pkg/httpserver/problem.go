@@ -56,7 +56,9 @@ const ProblemTypeBase = "https://supportplatform.dev/problems/"
 func StatusFor(err error) int { return statusOf[apperr.CodeOf(err)].status }
 
 // WriteError answers with the problem for err. Internal errors are logged with
-// the request id and their text never reaches the client.
+// the request id and their text never reaches the client. It first drains
+// the rest of the request body (bounded by DrainBytes) so that a client still
+// sending one, like a body over the limit, sees the answer.
 func WriteError(c *gin.Context, log *slog.Logger, err error) {
 	var ae *apperr.Error
 	if !errors.As(err, &ae) {
@@ -74,6 +76,7 @@ func WriteError(c *gin.Context, log *slog.Logger, err error) {
 			detail = "an unexpected error occurred; quote the request id when reporting it"
 		}
 	}
+	drainUnread(c)
 	if ae.RetryAfterSeconds > 0 {
 		c.Header("Retry-After", strconv.Itoa(ae.RetryAfterSeconds))
 	}

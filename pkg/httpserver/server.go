@@ -162,11 +162,14 @@ func (s *Server) recover(c *gin.Context) {
 
 func (s *Server) bodyLimit(n int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		b := &limitedBody{src: c.Request.Body, limit: n}
+		c.Request.Body = b
+		c.Set(bodyKey, b)
 		if c.Request.ContentLength > n {
+			// WriteError drains the body first (see DrainBytes).
 			WriteError(c, s.log, apperr.E(apperr.TooLarge, "the request body exceeds %d bytes", n))
 			return
 		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
 		c.Next()
 	}
 }
