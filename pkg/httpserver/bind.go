@@ -36,6 +36,9 @@ func BindJSON(c *gin.Context, dst any) error {
 }
 
 // DecodeJSON decodes one JSON value with the same error mapping as BindJSON.
+// Text that PostgreSQL cannot store is refused here, for every handler: bytes
+// that are not UTF-8, and U+0000 in any string value or field name (a 400
+// naming each by its JSON path).
 func DecodeJSON(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apperr.E(apperr.Invalid, "a JSON request body is required")
@@ -44,6 +47,9 @@ func DecodeJSON(body []byte, dst any) error {
 	// damaged text would be stored; JSON text must be UTF-8 (RFC 8259).
 	if !utf8.Valid(body) {
 		return apperr.E(apperr.Invalid, "the request body is not valid UTF-8")
+	}
+	if err := refuseNUL(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(dst); err != nil {
