@@ -88,7 +88,7 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		checks = append(checks, httpserver.Check{Name: "nats", Check: d.Bus.Check})
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, Checks: checks, TrustedProxies: cfg.TrustedProxies})
+		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
-	return httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace)
+	return httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace, d.cfg.RequestTimeout)
 }
 
 // Close shuts down in order: NATS (drain), Redis, PostgreSQL.

@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -61,8 +62,14 @@ func StatusFor(err error) int { return statusOf[apperr.CodeOf(err)].status }
 // sending one, like a body over the limit, sees the answer.
 func WriteError(c *gin.Context, log *slog.Logger, err error) {
 	var ae *apperr.Error
-	if !errors.As(err, &ae) {
-		ae = &apperr.Error{Code: apperr.Internal, Err: err}
+	if !errors.As(err, &ae) || ae.Code == apperr.Internal {
+		if errors.Is(err, context.DeadlineExceeded) && c.Request.Context().Err() != nil {
+			// The request's own budget (REQUEST_TIMEOUT) ran out: not a bug.
+			ae = &apperr.Error{Code: apperr.Unavailable, Err: err,
+				Message: "the request did not finish within the time allowed; try again later"}
+		} else if ae == nil {
+			ae = &apperr.Error{Code: apperr.Internal, Err: err}
+		}
 	}
 	m, ok := statusOf[ae.Code]
 	if !ok {
