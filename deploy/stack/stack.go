@@ -46,6 +46,9 @@ type Options struct {
 	HTTPPort     int            // 0: a free port
 	ServicePorts map[string]int // 0 or missing: a free port
 	RateLimit    RateLimit      // zero: DefaultRateLimit
+	// RequestTimeout is every service's REQUEST_TIMEOUT, and the gateway's
+	// timeouts are derived from it. Zero: DefaultRequestTimeout.
+	RequestTimeout time.Duration
 	// ExtraRoutes are added to the gateway next to the services' routes
 	// (the benchmark's static baseline handler).
 	ExtraRoutes []Route
@@ -225,15 +228,16 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	routes := ServiceRoutes(services, func(svc Service) string { return s.ServiceURLs[svc.Name] })
 	routes = append(routes, opts.ExtraRoutes...)
 	gw, err := StartGateway(ctx, GatewayOptions{
-		RepoRoot:   opts.RepoRoot,
-		TraefikBin: filepath.Join(opts.BinDir, "traefik"),
-		Dir:        filepath.Join(s.DataDir, "gateway"),
-		HTTPSPort:  opts.HTTPSPort,
-		HTTPPort:   opts.HTTPPort,
-		Routes:     routes,
-		RateLimit:  opts.RateLimit,
-		TLS:        s.TLS,
-		Log:        s.log,
+		RepoRoot:       opts.RepoRoot,
+		TraefikBin:     filepath.Join(opts.BinDir, "traefik"),
+		Dir:            filepath.Join(s.DataDir, "gateway"),
+		HTTPSPort:      opts.HTTPSPort,
+		HTTPPort:       opts.HTTPPort,
+		Routes:         routes,
+		RateLimit:      opts.RateLimit,
+		RequestTimeout: opts.RequestTimeout,
+		TLS:            s.TLS,
+		Log:            s.log,
 	})
 	if err != nil {
 		return nil, err
@@ -280,6 +284,7 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) []s
 		"AUTH_JWKS_URL=http://127.0.0.1:"+strconv.Itoa(portOf["auth"])+"/api/Auth/jwks",
 		"JWT_ISSUER="+opts.JWTIssuer,
 		"JWT_AUDIENCE="+opts.JWTAudience,
+		"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
 	)
 	if svc.Name == "auth" {
 		env = append(env,

@@ -24,6 +24,7 @@ func TestRenderGatewayConfig(t *testing.T) {
 		Routes:           ServiceRoutes(Services, func(s Service) string { return "http://127.0.0.1:9/" + s.Name }),
 		RateLimit:        RateLimit{Average: 7, Period: 2 * time.Second, Burst: 9},
 		TLS:              &DevTLS{CertFile: "/c.pem", KeyFile: "/k.pem"},
+		RequestTimeout:   90 * time.Second,
 	}
 	static, dynamic, err := RenderGatewayConfig(filepath.Join(root, "gateway"), cfg)
 	if err != nil {
@@ -32,8 +33,14 @@ func TestRenderGatewayConfig(t *testing.T) {
 	var s struct {
 		Global      map[string]bool `yaml:"global"`
 		EntryPoints map[string]struct {
-			Address string `yaml:"address"`
+			Address   string `yaml:"address"`
+			Transport struct {
+				RespondingTimeouts map[string]string `yaml:"respondingTimeouts"`
+			} `yaml:"transport"`
 		} `yaml:"entryPoints"`
+		ServersTransport struct {
+			ForwardingTimeouts map[string]string `yaml:"forwardingTimeouts"`
+		} `yaml:"serversTransport"`
 		Experimental struct {
 			LocalPlugins map[string]struct {
 				ModuleName string `yaml:"moduleName"`
@@ -54,6 +61,12 @@ func TestRenderGatewayConfig(t *testing.T) {
 	}
 	if s.Experimental.LocalPlugins["staticproblem"].ModuleName != "github.com/supportplatform/staticproblem" {
 		t.Errorf("local plugins %+v", s.Experimental.LocalPlugins)
+	}
+	// The gateway's timeouts follow the services' budget (90 s here): the
+	// service's answer (within 95 s) arrives before Traefik gives up.
+	rt := s.EntryPoints["websecure"].Transport.RespondingTimeouts
+	if ft := s.ServersTransport.ForwardingTimeouts; ft["responseHeaderTimeout"] != "1m40s" || rt["readTimeout"] != "1m45s" || rt["writeTimeout"] != "1m45s" {
+		t.Errorf("timeouts: forwarding %v, responding %v", ft, rt)
 	}
 	if s.AccessLog.Format != "json" {
 		t.Errorf("access log format %q", s.AccessLog.Format)

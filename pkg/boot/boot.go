@@ -110,7 +110,7 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		d.relay = outbox.NewRelay(d.DB, d.Bus, d.Log)
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, Checks: checks, TrustedProxies: cfg.TrustedProxies})
+		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
-	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace)
+	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace, d.cfg.RequestTimeout)
 	return errors.Join(err, d.Close())
 }
 

@@ -17,4 +17,5 @@ type Common struct {
 	TrustedProxies []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
 	MaxBodyBytes   int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
 	ShutdownGrace  time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
+	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT" default:"60s" desc:"time budget of one request: its handler's context ends then (503 problem); the server's write timeout and the gateway's timeouts are derived from it, every upstream call (AI) must fit in it"`
 }

@@ -290,7 +290,7 @@ func testTopicsValidation(t *testing.T, s *service) {
 	other := c.createTopic("Other", "")
 	c.put(path("/api/Topics", other.TopicID), map[string]any{"name": "returns"}).expectProblem(t, http.StatusConflict, "name")
 	// Ids in the path.
-	for _, id := range []string{"abc", "0", "-1", "1.5", "99999999999999999999", "%20"} {
+	for _, id := range []string{"abc", "0", "-1", "1.5", "99999999999999999999", "%20", "0" + itoa(other.TopicID), "%2B" + itoa(other.TopicID), "%20" + itoa(other.TopicID)} {
 		for _, m := range []string{"GET", "PUT", "DELETE"} {
 			c.do(m, "/api/Topics/"+id, map[string]any{"name": "x"}).expectProblem(t, http.StatusBadRequest, "id")
 		}
@@ -344,10 +344,17 @@ func testTopicsList(t *testing.T, s *service) {
 	if len(p.Items) != 1 || p.TotalPages != 27 || p.Items[0].TopicID != banana.TopicID {
 		t.Fatalf("page 27 of 1: %+v", p)
 	}
-	for _, q := range []string{"pageSize=0", "pageSize=101", "pageSize=-1", "pageSize=abc", "pageNumber=0", "pageNumber=x"} {
+	for _, q := range []string{"pageSize=0", "pageSize=101", "pageSize=-1", "pageSize=abc", "pageNumber=0", "pageNumber=x",
+		"pageSize=%2010", "pageSize=10%20", "pageSize=%2B5", "pageSize=010", "pageNumber=01", "pageSize=5&pageSize=5"} {
 		field := strings.Split(q, "=")[0]
 		c.get("/api/Topics?"+q).expectProblem(t, http.StatusBadRequest, field)
 	}
+	// Parameter names in any case; the same parameter twice is refused.
+	p, _ = list(t, "pagesize=5&PAGENUMBER=2")
+	if len(p.Items) != 5 || p.TotalPages != 6 || !slices.Equal(ids(p.Items), ids(all[5:10])) {
+		t.Fatalf("pagesize=5&PAGENUMBER=2: %v %d", ids(p.Items), p.TotalPages)
+	}
+	c.get("/api/Topics?pageSize=5&pagesize=6").expectProblem(t, http.StatusBadRequest, "pageSize")
 
 	// name contains, case-insensitive; % and _ are literal.
 	p, _ = list(t, "name=TOPIC%201")

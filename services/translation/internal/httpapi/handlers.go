@@ -72,7 +72,12 @@ func (h *Handlers) detectLanguage(c *gin.Context) error {
 	if err := h.requireCustomer(c); err != nil {
 		return err
 	}
-	lang, err := h.svc.DetectLanguage(c.Request.Context(), c.Query("country"), c.Query("state"), c.Query("city"))
+	q := httpserver.NewQuery(c)
+	country, state, city := q.Get("country"), q.Get("state"), q.Get("city")
+	if err := q.Err(); err != nil {
+		return err
+	}
+	lang, err := h.svc.DetectLanguage(c.Request.Context(), country, state, city)
 	if err != nil {
 		return err
 	}
