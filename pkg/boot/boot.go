@@ -63,7 +63,7 @@ type Deps struct {
 // only (the `migrate` subcommand).
 func Migrate(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) error {
 	log := logging.New(stdout, cfg.LogLevel, o.Service)
-	db, err := postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, Schema: o.Schema, Migrations: o.Migrations}, log)
+	db, err := postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, log)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 	}()
 	var checks []httpserver.Check
 	if o.Schema != "" {
-		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, Schema: o.Schema, Migrations: o.Migrations}, d.Log); err != nil {
+		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, d.Log); err != nil {
 			return nil, err
 		}
 		checks = append(checks, httpserver.Check{Name: "postgres", Check: d.DB.Ping})

@@ -66,7 +66,8 @@ func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*
 				log.Warn("nats disconnected", "error", err.Error())
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		// The URL carries the service's NATS password: never log it whole.
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
