@@ -63,12 +63,7 @@ type Deps struct {
 // only (the `migrate` subcommand).
 func Migrate(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) error {
 	log := logging.New(stdout, cfg.LogLevel, o.Service)
-	db, err := postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, log)
-	if err != nil {
-		return err
-	}
-	db.Close()
-	return nil
+	return postgres.Setup(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, log)
 }
 
 // Open connects everything; on error what was opened is closed again.

@@ -56,10 +56,9 @@ type ShutdownCase struct {
 	// service serves none).
 	HTTP func(svc *Service) Call
 	RPC  func(ctx context.Context, c *RPCClient) error
-	// HTTPCalls (default 2) hold pool connections while they wait; of the
-	// RPCCalls (default 4) the first ones take the pool's other
-	// connections and wait on RPCLock, the rest wait for a connection. A
-	// pool closed before the RPCs finished fails the latter.
+	// HTTPCalls and RPCCalls (default 2 each) together hold no more than
+	// the pool's 4 connections while they wait, so that each waits on its
+	// lock, not for a connection another kind holds.
 	HTTPCalls, RPCCalls int
 }
 
@@ -75,7 +74,7 @@ func ShutdownTest(t *testing.T, c ShutdownCase) {
 		c.HTTPCalls = 2
 	}
 	if c.RPCCalls == 0 {
-		c.RPCCalls = 4
+		c.RPCCalls = 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
