@@ -98,8 +98,8 @@ func TestApertiumUnsupportedPair(t *testing.T) {
 	svc := translate.New(translate.Config{Providers: []mt.Translator{realApertium(t)}})
 	_, err := svc.Translate(context.Background(), customer, "The house is big", "xho")
 	var de *apperr.Error
-	if !errors.As(err, &de) || translate.ErrorKind(err) != translate.KindUnsupported || de.Message != "no translation provider serves en->xh" {
-		t.Fatalf("error = %v, want KindUnsupported naming en->xh", err)
+	if !errors.As(err, &de) || !errors.Is(err, mt.ErrUnsupportedPair) || de.Message != "no translation provider serves en->xh" {
+		t.Fatalf("error = %v, want the unsupported-pair error naming en->xh", err)
 	}
 }
 

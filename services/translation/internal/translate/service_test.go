@@ -151,8 +151,8 @@ func TestValidation(t *testing.T) {
 			for _, call := range []func(context.Context, int64, string, string) (string, error){svc.Translate, svc.TranslateToHTML} {
 				_, err := call(context.Background(), customer, tt.text, tt.target)
 				var de *apperr.Error
-				if !errors.As(err, &de) || ErrorKind(err) != KindInvalid {
-					t.Fatalf("error = %v, want KindInvalid", err)
+				if !errors.As(err, &de) || !apperr.Is(err, apperr.Invalid) {
+					t.Fatalf("error = %v, want invalid", err)
 				}
 				if len(de.Fields) != len(tt.fields) {
 					t.Fatalf("fields = %+v, want %v", de.Fields, tt.fields)
@@ -203,7 +203,7 @@ func TestChain(t *testing.T) {
 		engines   []*fakeEngine
 		target    string
 		want      string
-		wantKind  Kind
+		wantKind  string
 		wantMsg   string
 		wantCalls []int
 	}{
@@ -255,7 +255,7 @@ func TestChain(t *testing.T) {
 				{name: "a", pairs: serves("en->es"), fail: upstream},
 				{name: "b", pairs: serves("*"), fail: upstream},
 			},
-			target: "es", wantKind: KindUpstream, wantMsg: "every translation provider for en->es failed", wantCalls: []int{1, 1},
+			target: "es", wantKind: kindUpstream, wantMsg: "every translation provider for en->es failed", wantCalls: []int{1, 1},
 		},
 		{
 			name: "nobody serves the pair",
@@ -263,7 +263,7 @@ func TestChain(t *testing.T) {
 				{name: "apertium", pairs: serves("en->es")},
 				{name: "libretranslate", pairs: serves("en->fr")},
 			},
-			target: "xho", wantKind: KindUnsupported, wantMsg: "no translation provider serves en->xh", wantCalls: []int{0, 0},
+			target: "xho", wantKind: kindUnsupported, wantMsg: "no translation provider serves en->xh", wantCalls: []int{0, 0},
 		},
 		{
 			name: "nobody could be asked",
@@ -271,7 +271,7 @@ func TestChain(t *testing.T) {
 				{name: "apertium", pairs: serves("en->fr")},
 				{name: "libretranslate", supportErr: errors.New("connection refused")},
 			},
-			target: "es", wantKind: KindUpstream, wantMsg: "unavailable", wantCalls: []int{0, 0},
+			target: "es", wantKind: kindUpstream, wantMsg: "unavailable", wantCalls: []int{0, 0},
 		},
 		{
 			name: "a provider that cannot tell does not stop the others",
@@ -290,9 +290,9 @@ func TestChain(t *testing.T) {
 			}
 			svc := New(Config{Providers: providers})
 			got, err := svc.Translate(context.Background(), customer, english, tt.target)
-			if tt.wantKind != 0 {
+			if tt.wantKind != "" {
 				var de *apperr.Error
-				if !errors.As(err, &de) || ErrorKind(err) != tt.wantKind || !strings.Contains(de.Message, tt.wantMsg) {
+				if !errors.As(err, &de) || errorKind(err) != tt.wantKind || !strings.Contains(de.Message, tt.wantMsg) {
 					t.Fatalf("error = %v, want %s mentioning %q", err, tt.wantKind, tt.wantMsg)
 				}
 			} else if err != nil || got != tt.want {
@@ -315,8 +315,8 @@ func TestUpstreamErrorKeepsCauseForLogs(t *testing.T) {
 	if !errors.As(err, &de) || !errors.Is(err, cause) || strings.Contains(de.Message, "secret") {
 		t.Fatalf("error = %v: want the cause wrapped but not in the client message %q", err, de.Message)
 	}
-	if ErrorKind(err) != KindUpstream {
-		t.Fatalf("ErrorKind = %v", ErrorKind(err))
+	if errorKind(err) != kindUpstream {
+		t.Fatalf("error kind = %v", errorKind(err))
 	}
 }
 
@@ -327,8 +327,8 @@ func TestCancelledRequestStopsTheChain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := svc.Translate(ctx, customer, english, "es")
-	if !errors.Is(err, context.Canceled) || ErrorKind(err) != KindUpstream {
-		t.Fatalf("error = %v, want KindUpstream wrapping context.Canceled", err)
+	if !errors.Is(err, context.Canceled) || errorKind(err) != kindUpstream {
+		t.Fatalf("error = %v, want upstream wrapping context.Canceled", err)
 	}
 	if b.callCount() != 0 {
 		t.Fatal("the chain went on after the request was cancelled")
@@ -494,4 +494,23 @@ func TestOrderProviders(t *testing.T) {
 			t.Errorf("OrderProviders(%q) accepted", bad)
 		}
 	}
+}
+
+// The three ways a translation fails, as the HTTP layer tells them apart.
+const (
+	kindInvalid     = "invalid"     // 400 naming the field
+	kindUnsupported = "unsupported" // 400 naming the pair
+	kindUpstream    = "upstream"    // 500, no detail leaked
+)
+
+func errorKind(err error) string {
+	switch {
+	case apperr.Is(err, apperr.Invalid) && errors.Is(err, mt.ErrUnsupportedPair):
+		return kindUnsupported
+	case apperr.Is(err, apperr.Invalid):
+		return kindInvalid
+	case apperr.Is(err, apperr.Internal), apperr.Is(err, apperr.Unavailable):
+		return kindUpstream
+	}
+	return "none"
 }
