@@ -70,9 +70,11 @@ type Permissions struct {
 	AllowResponses bool
 }
 
-// InboxSubjects is where replies (core requests and JetStream API answers)
-// come back: nats.go's default inbox prefix.
-const InboxSubjects = "_INBOX.>"
+// InboxPrefix is where replies to a client's requests (core requests and
+// JetStream API answers) come back: one prefix per client name, so that a
+// service may subscribe to its own replies and not to those meant for
+// another (natsbus.Connect sets it from the client name).
+func InboxPrefix(client string) string { return "_INBOX_" + client }
 
 // jsAPI is JetStream's API prefix; it is not isolated by Names.Prefix.
 const jsAPI = "$JS.API."
@@ -83,7 +85,7 @@ const jsAPI = "$JS.API."
 func (n Names) Permissions(s Service) Permissions {
 	p := Permissions{
 		Publish:        []string{jsAPI + "INFO"},
-		Subscribe:      []string{InboxSubjects},
+		Subscribe:      []string{InboxPrefix(s.Name) + ".>"},
 		AllowResponses: len(s.Serves) > 0,
 	}
 	for _, ev := range s.Publishes {
@@ -111,12 +113,14 @@ func (n Names) Permissions(s Service) Permissions {
 	return p
 }
 
-// HarnessPermissions are the harness user's: everything under the prefix
-// (every prefix when it is empty) and JetStream's whole API.
+// HarnessPermissions are the harness user's: publish everything under the
+// prefix (every prefix when it is empty) and to JetStream's whole API, and
+// subscribe to anything (it observes events and gets replies in the inboxes
+// of clients of any name).
 func (n Names) HarnessPermissions() Permissions {
 	return Permissions{
 		Publish:        []string{n.Subject(">"), "$JS.API.>", "$JS.ACK.>"},
-		Subscribe:      []string{n.Subject(">"), InboxSubjects},
+		Subscribe:      []string{">"},
 		AllowResponses: true,
 	}
 }

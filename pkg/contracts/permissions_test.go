@@ -210,3 +210,29 @@ func TestTableIsConsistent(t *testing.T) {
 		}
 	}
 }
+
+// A service gets its replies under its own inbox prefix and may not listen
+// to another's: topics cannot read the answers auth sends translation.
+func TestServicesCannotReadEachOthersReplies(t *testing.T) {
+	names := contracts.Names{Prefix: "inbox"}
+	urls := natstest.StartWithUsers(t, names)
+	topics := connect(t, urls["topics"], "topics", names)
+	spy := contracts.InboxPrefix("translation") + ".>"
+	if _, err := topics.NC.SubscribeSync(spy); err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	permissionError(t, topics, spy)
+	own, err := topics.NC.SubscribeSync(contracts.InboxPrefix("topics") + ".x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.NC.Flush(); err != nil || !own.IsValid() {
+		t.Fatalf("own inbox: %v", err)
+	}
+	if err := topics.NC.LastError(); err != nil && strings.Contains(err.Error(), contracts.InboxPrefix("topics")) {
+		t.Fatalf("own inbox refused: %v", err)
+	}
+}

@@ -58,6 +58,9 @@ func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*
 	closed := make(chan struct{})
 	nc, err := nats.Connect(url,
 		nats.Name(clientName),
+		// Replies come back under the client's own inbox prefix, the only
+		// one its NATS user may subscribe to (contracts.Permissions).
+		nats.CustomInboxPrefix(contracts.InboxPrefix(clientName)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.Timeout(5*time.Second),
