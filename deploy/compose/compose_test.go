@@ -44,7 +44,7 @@ func loadProject(t *testing.T) (string, *types.Project) {
 }
 
 func TestComposeFileLoads(t *testing.T) {
-	_, p := loadProject(t)
+	root, p := loadProject(t)
 	for _, name := range []string{"postgres", "redis", "nats", "traefik"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %s missing", name)
@@ -53,8 +53,67 @@ func TestComposeFileLoads(t *testing.T) {
 	if img := p.Services["traefik"].Image; !strings.HasPrefix(img, "traefik:v3.6") {
 		t.Errorf("traefik image %q, want traefik:v3.6", img)
 	}
-	if cmd := p.Services["nats"].Command; !slices.Contains(cmd, "-js") {
-		t.Errorf("nats runs without JetStream: %v", cmd)
+	// JetStream and the users are in the generated configuration
+	// (TestGeneratedFilesUpToDate; deploy/stack checks it with nats-server).
+	nats := p.Services["nats"]
+	if cmd := nats.Command; !slices.Equal(cmd, types.ShellCommand{"-c", "/etc/nats/nats.conf"}) {
+		t.Errorf("nats command %v does not read its configuration", cmd)
+	}
+	mounted := false
+	for _, v := range nats.Volumes {
+		mounted = mounted || v.Target == "/etc/nats/nats.conf" && v.Source == filepath.Join(root, stack.ComposeNATSConfig)
+	}
+	if !mounted {
+		t.Errorf("nats does not mount %s at /etc/nats/nats.conf: %+v", stack.ComposeNATSConfig, nats.Volumes)
+	}
+}
+
+// Least privilege: each service connects to PostgreSQL as its own role and
+// migrates as postgres, and to NATS as its own user with the password the
+// nats container gives that user.
+func TestServicesUseTheirOwnCredentials(t *testing.T) {
+	_, p := loadProject(t)
+	pgPassword := envValue(p.Services["postgres"], "POSTGRES_PASSWORD")
+	for _, s := range stack.Services {
+		cs := p.Services[s.Name]
+		if envValue(cs, "NATS_PREFIX") != stack.ComposeNATSPrefix {
+			t.Errorf("%s: NATS_PREFIX=%q, but nats.conf is generated for %q", s.Name, envValue(cs, "NATS_PREFIX"), stack.ComposeNATSPrefix)
+		}
+		u, err := url.Parse(envValue(cs, "NATS_URL"))
+		if err != nil {
+			t.Errorf("%s: NATS_URL: %v", s.Name, err)
+			continue
+		}
+		pw, _ := u.User.Password()
+		want := envValue(p.Services["nats"], stack.ComposeNATSPasswordEnv(s.Name))
+		if u.User.Username() != s.Name || want == "" || pw != want {
+			t.Errorf("%s: NATS_URL user %q with password %q, want user %s with %s of the nats service (%q)",
+				s.Name, u.User.Username(), pw, s.Name, stack.ComposeNATSPasswordEnv(s.Name), want)
+		}
+
+		if s.Schema == "" {
+			if v := envValue(cs, "DATABASE_URL"); v != "" {
+				t.Errorf("%s has no schema but DATABASE_URL=%s", s.Name, v)
+			}
+			continue
+		}
+		db, err := url.Parse(envValue(cs, "DATABASE_URL"))
+		if err != nil {
+			t.Errorf("%s: DATABASE_URL: %v", s.Name, err)
+			continue
+		}
+		if pw, ok := db.User.Password(); db.User.Username() != s.DatabaseRole() || !ok || pw == "" {
+			t.Errorf("%s: DATABASE_URL connects as %q (password set: %v), want its own role %s with a password",
+				s.Name, db.User.Username(), ok, s.DatabaseRole())
+		}
+		mig, err := url.Parse(envValue(cs, "DATABASE_MIGRATE_URL"))
+		if err != nil {
+			t.Errorf("%s: DATABASE_MIGRATE_URL: %v", s.Name, err)
+			continue
+		}
+		if pw, _ := mig.User.Password(); mig.User.Username() != "postgres" || pw != pgPassword || mig.Host != db.Host || mig.Path != db.Path {
+			t.Errorf("%s: DATABASE_MIGRATE_URL=%s, want postgres with POSTGRES_PASSWORD on the database of DATABASE_URL", s.Name, mig.Redacted())
+		}
 	}
 }
 
@@ -156,7 +215,11 @@ func TestServiceEnvironmentTargetsComposeServices(t *testing.T) {
 	_, p := loadProject(t)
 	for _, s := range stack.Services {
 		cs := p.Services[s.Name]
-		for _, key := range []string{"DATABASE_URL", "REDIS_URL", "NATS_URL", "AUTH_JWKS_URL"} {
+		keys := []string{"REDIS_URL", "NATS_URL", "AUTH_JWKS_URL"}
+		if s.Schema != "" {
+			keys = append(keys, "DATABASE_URL", "DATABASE_MIGRATE_URL")
+		}
+		for _, key := range keys {
 			v := envValue(cs, key)
 			u, err := url.Parse(v)
 			if err != nil || u.Hostname() == "" {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"text/template"
+
+	"supportplatform.dev/pkg/contracts"
 )
 
 // Compose describes the docker-compose deployment: container addresses
@@ -17,7 +20,19 @@ const (
 	// compose is committed, relative to the repository root.
 	ComposeGatewayDir  = "deploy/compose/traefik"
 	dockerfileTemplate = "deploy/service.Dockerfile.tmpl"
+	// ComposeNATSConfig is the nats service's configuration: one user per
+	// service with the permissions of pkg/contracts, passwords from the
+	// environment (ComposeNATSPasswordEnv).
+	ComposeNATSConfig = "deploy/compose/nats/nats.conf"
+	// ComposeNATSPrefix is NATS_PREFIX in deploy/env/common.env.example.
+	ComposeNATSPrefix = "sp"
 )
+
+// ComposeNATSPasswordEnv is the variable holding a service's NATS password
+// in the nats container (deploy/env/nats.env.example).
+func ComposeNATSPasswordEnv(service string) string {
+	return "NATS_" + strings.ToUpper(service) + "_PASSWORD"
+}
 
 // ComposeGatewayConfig is the gateway configuration of the compose
 // deployment: Traefik's own default certificate, the access log on stdout,
@@ -50,6 +65,12 @@ func GenerateComposeFiles(repoRoot string) (map[string][]byte, error) {
 	files := map[string][]byte{
 		ComposeGatewayDir + "/traefik.yml": static,
 		ComposeGatewayDir + "/dynamic.yml": dynamic,
+		ComposeNATSConfig: RenderNATSConfig(NATSConfig{
+			Listen:   "0.0.0.0:4222",
+			HTTPPort: 8222, // the healthcheck
+			StoreDir: "/data",
+			Users:    ServiceNATSUsers(contracts.Names{Prefix: ComposeNATSPrefix}, true, ComposeNATSPasswordEnv),
+		}),
 	}
 	tmpl, err := template.ParseFiles(filepath.Join(repoRoot, filepath.FromSlash(dockerfileTemplate)))
 	if err != nil {

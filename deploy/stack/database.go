@@ -105,6 +105,18 @@ func replaceDatabase(rawURL, name string) string {
 	return u.String()
 }
 
+// replaceUser is rawURL connecting as user, without a password: the local
+// server trusts loopback connections (see trustLoopback); elsewhere the role
+// has a password the deployment sets.
+func replaceUser(rawURL, user string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.User = url.User(user)
+	return u.String()
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // documented never to fail

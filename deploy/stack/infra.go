@@ -116,8 +116,10 @@ func (in Infra) checkRedis(ctx context.Context) error {
 
 // checkNATS reads the INFO line a NATS server sends on connect and requires
 // JetStream to be enabled.
-func (in Infra) checkNATS(ctx context.Context) error {
-	line, err := exchangeLine(ctx, in.NATSAddr, "")
+func (in Infra) checkNATS(ctx context.Context) error { return checkNATSAt(ctx, in.NATSAddr) }
+
+func checkNATSAt(ctx context.Context, addr string) error {
+	line, err := exchangeLine(ctx, addr, "")
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,9 @@ func (in Infra) startPostgres(ctx context.Context) error {
 	version := versions[len(versions)-1].Name()
 	if fresh {
 		// Debian's default pg_hba asks for a password on TCP; the local
-		// stack connects as postgres without one, as on the CI machines.
+		// stack connects without one, as on the CI machines: as postgres to
+		// migrate, as each service's role (sp_auth, ...) and, in tests, as
+		// the roles they create.
 		if err := trustLoopback(filepath.Join("/etc/postgresql", version, "main", "pg_hba.conf")); err != nil {
 			return err
 		}
@@ -176,7 +180,7 @@ func trustLoopback(hbaPath string) error {
 	if err != nil {
 		return err
 	}
-	lines := "host all postgres 127.0.0.1/32 trust\nhost all postgres ::1/128 trust\n"
+	lines := "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n"
 	return os.WriteFile(hbaPath, append([]byte(lines), old...), 0o640)
 }
 
@@ -195,7 +199,7 @@ func (in Infra) startRedis(ctx context.Context) error {
 }
 
 func (in Infra) startNATS(ctx context.Context) error {
-	const bin = "/usr/sbin/nats-server"
+	const bin = NATSServerBin
 	if _, err := os.Stat(bin); err != nil {
 		if err := AptInstall(ctx, in.Log, "nats-server"); err != nil {
 			return err

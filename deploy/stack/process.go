@@ -22,6 +22,8 @@ type processSpec struct {
 	env     []string
 	log     io.Writer // prefixed lines; nil: none
 	logFile string    // raw output, appended
+	// stopSignal asks the process to exit cleanly; default SIGTERM.
+	stopSignal syscall.Signal
 }
 
 // process is one supervised child: its output goes line by line, prefixed,
@@ -132,7 +134,11 @@ func (p *process) stop(timeout time.Duration) error {
 		return nil
 	}
 	if !p.exited() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		sig := p.spec.stopSignal
+		if sig == 0 {
+			sig = syscall.SIGTERM
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 	}
 	select {
 	case <-p.done:

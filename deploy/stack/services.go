@@ -26,6 +26,10 @@ type Service struct {
 	// service, matched case-insensitively on whole segments. A service
 	// without prefixes (a worker) is built and supervised but not routed.
 	Prefixes []string
+	// Schema is the PostgreSQL schema the service owns; empty: it uses no
+	// database. The service runs as its own role, DatabaseRole, with rights
+	// on that schema only.
+	Schema string
 	// Bootstrap marks the service whose binary seeds the demo customer with
 	// its `bootstrap` subcommand (auth).
 	Bootstrap bool
@@ -40,11 +44,13 @@ var Services = []Service{
 	{
 		Name:      "auth",
 		Prefixes:  []string{"/api/Auth", "/api/Customers", "/api/Accounts", "/.well-known/jwks.json"},
+		Schema:    "auth",
 		Bootstrap: true,
 	},
 	{
 		Name:     "topics",
 		Prefixes: []string{"/api/Topics", "/api/TopicActions", "/api/TopicDocuments", "/api/PageTopicMappings", "/api/Actions", "/api/Documents"},
+		Schema:   "topics",
 	},
 	{
 		Name:     "translation",
@@ -68,6 +74,15 @@ func (s Service) CmdPackage() string {
 		return s.Cmd
 	}
 	return "./cmd/" + s.Name
+}
+
+// DatabaseRole is the PostgreSQL role the service runs as: sp_<schema>.
+// Empty for a service without a schema.
+func (s Service) DatabaseRole() string {
+	if s.Schema == "" {
+		return ""
+	}
+	return "sp_" + s.Schema
 }
 
 // Routed reports whether the gateway routes requests to the service.

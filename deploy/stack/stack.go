@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"supportplatform.dev/pkg/contracts"
 )
 
 // Account is a customer with its admin account, seeded with the auth
@@ -46,6 +48,9 @@ type Options struct {
 	HTTPPort     int            // 0: a free port
 	ServicePorts map[string]int // 0 or missing: a free port
 	RateLimit    RateLimit      // zero: DefaultRateLimit
+	// RequestTimeout is every service's REQUEST_TIMEOUT, and the gateway's
+	// timeouts are derived from it. Zero: DefaultRequestTimeout.
+	RequestTimeout time.Duration
 	// ExtraRoutes are added to the gateway next to the services' routes
 	// (the benchmark's static baseline handler).
 	ExtraRoutes []Route
@@ -81,22 +86,32 @@ type Stack struct {
 	Gateway     *Gateway
 	TLS         *DevTLS
 	Database    string
+	// DatabaseURL is the administrator's (postgres) connection to the
+	// database; each service gets its own role's (DATABASE_URL) and this one
+	// to migrate with (DATABASE_MIGRATE_URL).
 	DatabaseURL string
+	// NATSURL is the stack's own NATS server as the harness user (tests
+	// and tools; credentials included). Services get their own users.
+	NATSURL     string
 	RedisPrefix string
 	NATSPrefix  string
 	DataDir     string
 	Demo        *Account
 	Services    []string // started services, in start order
 
-	env         map[string][]string
-	bins        map[string]string
-	procs       []*process
-	log         io.Writer
-	infra       Infra
-	ownsDB      bool
-	ownsDataDir bool
-	stopOnce    sync.Once
-	stopErr     error
+	env      map[string][]string
+	bins     map[string]string
+	procs    []*process
+	natsProc *process
+	natsAddr string
+	// natsPasswords by NATS user; generated per Start.
+	natsPasswords map[string]string
+	log           io.Writer
+	infra         Infra
+	ownsDB        bool
+	ownsDataDir   bool
+	stopOnce      sync.Once
+	stopErr       error
 }
 
 // Start starts the requested services against the local infrastructure,
@@ -184,6 +199,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.startNATS(ctx, contracts.Names{Prefix: opts.NATSPrefix}); err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
+	}
 	// Every table service gets a port, started or not, so that the URLs
 	// services give each other (AUTH_JWKS_URL) are known up front.
 	want := make([]int, len(Services))
@@ -202,7 +220,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	for _, svc := range services {
 		s.bins[svc.Name] = filepath.Join(opts.BinDir, svc.Name)
 		s.ServiceURLs[svc.Name] = "http://127.0.0.1:" + strconv.Itoa(portOf[svc.Name])
-		s.env[svc.Name] = s.serviceEnv(svc, opts, portOf)
+		if s.env[svc.Name], err = s.serviceEnv(svc, opts, portOf); err != nil {
+			return nil, err
+		}
 	}
 
 	// auth first: the others fetch its JWKS, and the demo account needs it.
@@ -225,15 +245,16 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	routes := ServiceRoutes(services, func(svc Service) string { return s.ServiceURLs[svc.Name] })
 	routes = append(routes, opts.ExtraRoutes...)
 	gw, err := StartGateway(ctx, GatewayOptions{
-		RepoRoot:   opts.RepoRoot,
-		TraefikBin: filepath.Join(opts.BinDir, "traefik"),
-		Dir:        filepath.Join(s.DataDir, "gateway"),
-		HTTPSPort:  opts.HTTPSPort,
-		HTTPPort:   opts.HTTPPort,
-		Routes:     routes,
-		RateLimit:  opts.RateLimit,
-		TLS:        s.TLS,
-		Log:        s.log,
+		RepoRoot:       opts.RepoRoot,
+		TraefikBin:     filepath.Join(opts.BinDir, "traefik"),
+		Dir:            filepath.Join(s.DataDir, "gateway"),
+		HTTPSPort:      opts.HTTPSPort,
+		HTTPPort:       opts.HTTPPort,
+		Routes:         routes,
+		RateLimit:      opts.RateLimit,
+		RequestTimeout: opts.RequestTimeout,
+		TLS:            s.TLS,
+		Log:            s.log,
 	})
 	if err != nil {
 		return nil, err
@@ -268,18 +289,33 @@ func selectServices(opts Options) ([]Service, error) {
 	return out, nil
 }
 
-func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) []string {
-	env := append(baseEnv(),
+// serviceEnv is a service's environment. Least privilege: the service
+// connects to PostgreSQL as its own role (created and granted by its
+// migrations, which run as the administrator) and to NATS as its own user;
+// a service without a schema gets no database URL at all.
+func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]string, error) {
+	natsURL, err := s.serviceNATSURL(svc)
+	if err != nil {
+		return nil, err
+	}
+	env := baseEnv()
+	if role := svc.DatabaseRole(); role != "" {
+		env = append(env,
+			"DATABASE_URL="+replaceUser(s.DatabaseURL, role),
+			"DATABASE_MIGRATE_URL="+s.DatabaseURL,
+		)
+	}
+	env = append(env,
 		"HTTP_ADDR=127.0.0.1:"+strconv.Itoa(portOf[svc.Name]),
 		"LOG_LEVEL="+opts.LogLevel,
-		"DATABASE_URL="+s.DatabaseURL,
 		"REDIS_URL="+s.infra.RedisURL(),
 		"REDIS_PREFIX="+s.RedisPrefix,
-		"NATS_URL="+s.infra.NATSURL(),
+		"NATS_URL="+natsURL,
 		"NATS_PREFIX="+s.NATSPrefix,
 		"AUTH_JWKS_URL=http://127.0.0.1:"+strconv.Itoa(portOf["auth"])+"/api/Auth/jwks",
 		"JWT_ISSUER="+opts.JWTIssuer,
 		"JWT_AUDIENCE="+opts.JWTAudience,
+		"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
 	)
 	if svc.Name == "auth" {
 		env = append(env,
@@ -288,7 +324,7 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) []s
 		)
 	}
 	env = append(env, opts.Env["*"]...)
-	return append(env, opts.Env[svc.Name]...)
+	return append(env, opts.Env[svc.Name]...), nil
 }
 
 // startServices starts svcs together and waits until all are ready.
@@ -360,6 +396,9 @@ func (s *Stack) PIDs() map[string]int {
 	if s.Gateway != nil && s.Gateway.proc != nil {
 		pids["traefik"] = s.Gateway.proc.cmd.Process.Pid
 	}
+	if s.natsProc != nil {
+		pids["nats"] = s.natsProc.cmd.Process.Pid
+	}
 	return pids
 }
 
@@ -398,6 +437,9 @@ func (s *Stack) Stop() error {
 		}
 		for i := len(s.procs) - 1; i >= 0; i-- {
 			errs = append(errs, s.procs[i].stop(15*time.Second))
+		}
+		if s.natsProc != nil {
+			errs = append(errs, s.natsProc.stop(15*time.Second))
 		}
 		if s.ownsDB && s.Database != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

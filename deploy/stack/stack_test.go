@@ -24,6 +24,7 @@ func TestRenderGatewayConfig(t *testing.T) {
 		Routes:           ServiceRoutes(Services, func(s Service) string { return "http://127.0.0.1:9/" + s.Name }),
 		RateLimit:        RateLimit{Average: 7, Period: 2 * time.Second, Burst: 9},
 		TLS:              &DevTLS{CertFile: "/c.pem", KeyFile: "/k.pem"},
+		RequestTimeout:   90 * time.Second,
 	}
 	static, dynamic, err := RenderGatewayConfig(filepath.Join(root, "gateway"), cfg)
 	if err != nil {
@@ -32,8 +33,14 @@ func TestRenderGatewayConfig(t *testing.T) {
 	var s struct {
 		Global      map[string]bool `yaml:"global"`
 		EntryPoints map[string]struct {
-			Address string `yaml:"address"`
+			Address   string `yaml:"address"`
+			Transport struct {
+				RespondingTimeouts map[string]string `yaml:"respondingTimeouts"`
+			} `yaml:"transport"`
 		} `yaml:"entryPoints"`
+		ServersTransport struct {
+			ForwardingTimeouts map[string]string `yaml:"forwardingTimeouts"`
+		} `yaml:"serversTransport"`
 		Experimental struct {
 			LocalPlugins map[string]struct {
 				ModuleName string `yaml:"moduleName"`
@@ -54,6 +61,12 @@ func TestRenderGatewayConfig(t *testing.T) {
 	}
 	if s.Experimental.LocalPlugins["staticproblem"].ModuleName != "github.com/supportplatform/staticproblem" {
 		t.Errorf("local plugins %+v", s.Experimental.LocalPlugins)
+	}
+	// The gateway's timeouts follow the services' budget (90 s here): the
+	// service's answer (within 95 s) arrives before Traefik gives up.
+	rt := s.EntryPoints["websecure"].Transport.RespondingTimeouts
+	if ft := s.ServersTransport.ForwardingTimeouts; ft["responseHeaderTimeout"] != "1m40s" || rt["readTimeout"] != "1m45s" || rt["writeTimeout"] != "1m45s" {
+		t.Errorf("timeouts: forwarding %v, responding %v", ft, rt)
 	}
 	if s.AccessLog.Format != "json" {
 		t.Errorf("access log format %q", s.AccessLog.Format)
@@ -193,7 +206,8 @@ func TestSelectServices(t *testing.T) {
 }
 
 func TestServiceEnv(t *testing.T) {
-	s := &Stack{DataDir: "/data", DatabaseURL: "postgres://db", RedisPrefix: "rp", NATSPrefix: "np", infra: LocalInfra(nil)}
+	s := &Stack{DataDir: "/data", DatabaseURL: "postgres://postgres@db:5432/x", RedisPrefix: "rp", NATSPrefix: "np", infra: LocalInfra(nil),
+		natsAddr: "127.0.0.1:4999", natsPasswords: map[string]string{"auth": "pa", "topics": "pt", "translation": "px"}}
 	opts := Options{
 		LogLevel: "debug", JWTIssuer: "iss", JWTAudience: "aud",
 		Env: map[string][]string{"*": {"LOG_LEVEL=warn"}, "auth": {"AUTH_TOKEN_TTL=1s"}},
@@ -212,20 +226,36 @@ func TestServiceEnv(t *testing.T) {
 		}
 		return v
 	}
-	authEnv := s.serviceEnv(auth, opts, ports)
-	topicsEnv := s.serviceEnv(topics, opts, ports)
+	authEnv, err := s.serviceEnv(auth, opts, ports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicsEnv, err := s.serviceEnv(topics, opts, ports)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for key, want := range map[string]string{
-		"HTTP_ADDR": "127.0.0.1:7001", "DATABASE_URL": "postgres://db", "REDIS_PREFIX": "rp", "NATS_PREFIX": "np",
+		"HTTP_ADDR": "127.0.0.1:7001", "REDIS_PREFIX": "rp", "NATS_PREFIX": "np",
+		"DATABASE_URL": "postgres://sp_auth@db:5432/x", "DATABASE_MIGRATE_URL": "postgres://postgres@db:5432/x",
 		"AUTH_JWKS_URL": "http://127.0.0.1:7001/api/Auth/jwks", "JWT_ISSUER": "iss", "JWT_AUDIENCE": "aud",
 		"AUTH_SIGNING_KEY_FILE": "/data/auth/signing-key.pem", "AUTH_DEV_KEYGEN": "true",
-		"LOG_LEVEL": "warn", "AUTH_TOKEN_TTL": "1s", "REDIS_URL": "redis://127.0.0.1:6379/0", "NATS_URL": "nats://127.0.0.1:4222",
+		"LOG_LEVEL": "warn", "AUTH_TOKEN_TTL": "1s", "REDIS_URL": "redis://127.0.0.1:6379/0", "NATS_URL": "nats://auth:pa@127.0.0.1:4999",
 	} {
 		if got := get(authEnv, key); got != want {
 			t.Errorf("auth %s = %q, want %q", key, got, want)
 		}
 	}
-	if get(topicsEnv, "HTTP_ADDR") != "127.0.0.1:7002" || get(topicsEnv, "AUTH_JWKS_URL") != "http://127.0.0.1:7001/api/Auth/jwks" {
+	if get(topicsEnv, "HTTP_ADDR") != "127.0.0.1:7002" || get(topicsEnv, "AUTH_JWKS_URL") != "http://127.0.0.1:7001/api/Auth/jwks" ||
+		get(topicsEnv, "DATABASE_URL") != "postgres://sp_topics@db:5432/x" || get(topicsEnv, "NATS_URL") != "nats://topics:pt@127.0.0.1:4999" {
 		t.Errorf("topics env %v", topicsEnv)
+	}
+	translation, _ := LookupService("translation")
+	trEnv, err := s.serviceEnv(translation, opts, ports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if get(trEnv, "DATABASE_URL") != "" || get(trEnv, "DATABASE_MIGRATE_URL") != "" {
+		t.Errorf("translation, which has no schema, got a database: %v", trEnv)
 	}
 	if get(topicsEnv, "AUTH_TOKEN_TTL") != "" || get(topicsEnv, "AUTH_SIGNING_KEY_FILE") != "" {
 		t.Error("auth-only settings leaked to topics")

@@ -43,6 +43,53 @@ func (r RateLimit) PeriodString() string {
 	return r.Period.String()
 }
 
+// DefaultRequestTimeout is REQUEST_TIMEOUT's default in pkg/config; the
+// stack passes its RequestTimeout to every service so that the services and
+// the gateway work from the same budget.
+const DefaultRequestTimeout = 60 * time.Second
+
+// serviceResponseMargin is pkg/httpserver.ResponseMargin: a service's write
+// timeout is its request budget plus this (deploy does not import pkg; the
+// gateway's e2e tests check that the two agree).
+const serviceResponseMargin = 5 * time.Second
+
+// GatewayTimeouts are Traefik's timeouts for one request budget. Each is
+// longer than what it waits for, so that the answer a client gets is the
+// service's own (a 503 problem when the budget ran out), and Traefik's 504
+// only comes from a service that broke its own deadline:
+//
+//	service handler deadline     T          (REQUEST_TIMEOUT)
+//	service write timeout        T + 5s     (httpserver.WriteTimeout)
+//	Traefik responseHeaderTimeout T + 10s   (waiting for the service)
+//	Traefik entrypoint read/write T + 15s   (the client's request and answer)
+type GatewayTimeouts struct {
+	requestTimeout time.Duration
+	ResponseHeader time.Duration
+	EntryRead      time.Duration
+	EntryWrite     time.Duration
+}
+
+// RequestTimeout is the budget the timeouts were derived from.
+func (t GatewayTimeouts) RequestTimeout() time.Duration { return t.requestTimeout }
+
+// The timeouts as Traefik reads them (Go duration strings).
+func (t GatewayTimeouts) ResponseHeaderString() string { return t.ResponseHeader.String() }
+func (t GatewayTimeouts) EntryReadString() string      { return t.EntryRead.String() }
+func (t GatewayTimeouts) EntryWriteString() string     { return t.EntryWrite.String() }
+
+// TimeoutsFor derives the gateway's timeouts from a request budget.
+func TimeoutsFor(requestTimeout time.Duration) GatewayTimeouts {
+	if requestTimeout <= 0 {
+		requestTimeout = DefaultRequestTimeout
+	}
+	return GatewayTimeouts{
+		requestTimeout: requestTimeout,
+		ResponseHeader: requestTimeout + 2*serviceResponseMargin,
+		EntryRead:      requestTimeout + 3*serviceResponseMargin,
+		EntryWrite:     requestTimeout + 3*serviceResponseMargin,
+	}
+}
+
 // GatewayConfig is the data the Traefik templates in gateway/ are rendered
 // with.
 type GatewayConfig struct {
@@ -56,10 +103,16 @@ type GatewayConfig struct {
 	LogLevel      string
 	Routes        []Route
 	RateLimit     RateLimit
+	// RequestTimeout is the services' REQUEST_TIMEOUT; the gateway's
+	// timeouts are derived from it (TimeoutsFor). Zero: the default.
+	RequestTimeout time.Duration
 	// TLS is the certificate Traefik serves; nil leaves Traefik's own
 	// self-signed default.
 	TLS *DevTLS
 }
+
+// Timeouts are the gateway's timeouts for the configured request budget.
+func (c GatewayConfig) Timeouts() GatewayTimeouts { return TimeoutsFor(c.RequestTimeout) }
 
 const (
 	staticTemplate  = "traefik.static.yml.tmpl"
@@ -128,10 +181,12 @@ type GatewayOptions struct {
 	HTTPPort  int // 0: a free port
 	Routes    []Route
 	RateLimit RateLimit
-	TLS       *DevTLS
-	LogLevel  string
-	Log       io.Writer // prefixed "[traefik] " lines; nil: discarded
-	LogName   string    // prefix, default "traefik"
+	// RequestTimeout is the services' REQUEST_TIMEOUT (zero: the default).
+	RequestTimeout time.Duration
+	TLS            *DevTLS
+	LogLevel       string
+	Log            io.Writer // prefixed "[traefik] " lines; nil: discarded
+	LogName        string    // prefix, default "traefik"
 }
 
 // Gateway is a running Traefik.
@@ -196,6 +251,7 @@ func StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
 		LogLevel:         opts.LogLevel,
 		Routes:           opts.Routes,
 		RateLimit:        opts.RateLimit,
+		RequestTimeout:   opts.RequestTimeout,
 		TLS:              opts.TLS,
 	}
 	static, dynamic, err := RenderGatewayConfig(gatewayDir, cfg)

@@ -172,21 +172,3 @@ func Middleware(v *Verifier, fail func(*gin.Context, error)) gin.HandlerFunc {
 		c.Next()
 	}
 }
-
-// RequireRole answers 403 unless the caller has one of roles.
-func RequireRole(fail func(*gin.Context, error), roles ...string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		p, err := Must(c.Request.Context())
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		for _, r := range roles {
-			if p.Role == r {
-				c.Next()
-				return
-			}
-		}
-		fail(c, apperr.E(apperr.Forbidden, "this operation needs the role %s", strings.Join(roles, " or ")))
-	}
-}

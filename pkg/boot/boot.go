@@ -63,12 +63,7 @@ type Deps struct {
 // only (the `migrate` subcommand).
 func Migrate(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) error {
 	log := logging.New(stdout, cfg.LogLevel, o.Service)
-	db, err := postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, Schema: o.Schema, Migrations: o.Migrations}, log)
-	if err != nil {
-		return err
-	}
-	db.Close()
-	return nil
+	return postgres.Setup(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, log)
 }
 
 // Open connects everything; on error what was opened is closed again.
@@ -82,7 +77,7 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 	}()
 	var checks []httpserver.Check
 	if o.Schema != "" {
-		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, Schema: o.Schema, Migrations: o.Migrations}, d.Log); err != nil {
+		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, d.Log); err != nil {
 			return nil, err
 		}
 		checks = append(checks, httpserver.Check{Name: "postgres", Check: d.DB.Ping})
@@ -110,7 +105,7 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		d.relay = outbox.NewRelay(d.DB, d.Bus, d.Log)
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, Checks: checks, TrustedProxies: cfg.TrustedProxies})
+		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +136,7 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
-	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace)
+	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace, d.cfg.RequestTimeout)
 	return errors.Join(err, d.Close())
 }
 

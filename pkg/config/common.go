@@ -5,16 +5,18 @@ import "time"
 // Common is the configuration every service shares; each binary embeds it in
 // its own Config struct next to HTTP_ADDR and its specific settings.
 type Common struct {
-	LogLevel       string        `env:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	DatabaseURL    string        `env:"DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/support?sslmode=disable" desc:"PostgreSQL database; each service uses its own schema in it"`
-	RedisURL       string        `env:"REDIS_URL" default:"redis://127.0.0.1:6379/0" desc:"Redis for revocations, rate limits and caches"`
-	RedisPrefix    string        `env:"REDIS_PREFIX" default:"sp:" desc:"prefix of every Redis key (isolates deployments and tests)"`
-	NATSURL        string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
-	NATSPrefix     string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
-	JWKSURL        string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys"`
-	JWTIssuer      string        `env:"JWT_ISSUER" default:"https://supportplatform.dev/auth" desc:"iss claim of access tokens"`
-	JWTAudience    string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`
-	TrustedProxies []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
-	MaxBodyBytes   int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
-	ShutdownGrace  time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
+	LogLevel           string        `env:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	DatabaseURL        string        `env:"DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/support?sslmode=disable" desc:"PostgreSQL database and the service's own role (sp_auth, sp_topics), which may use only the service's schema"`
+	DatabaseMigrateURL string        `env:"DATABASE_MIGRATE_URL" default:"" desc:"connection of the schema owner that applies the migrations and grants the role of DATABASE_URL its rights; empty = DATABASE_URL migrates"`
+	RedisURL           string        `env:"REDIS_URL" default:"redis://127.0.0.1:6379/0" desc:"Redis for revocations, rate limits and caches"`
+	RedisPrefix        string        `env:"REDIS_PREFIX" default:"sp:" desc:"prefix of every Redis key (isolates deployments and tests)"`
+	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
+	NATSPrefix         string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
+	JWKSURL            string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys"`
+	JWTIssuer          string        `env:"JWT_ISSUER" default:"https://supportplatform.dev/auth" desc:"iss claim of access tokens"`
+	JWTAudience        string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`
+	TrustedProxies     []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
+	MaxBodyBytes       int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
+	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
+	RequestTimeout     time.Duration `env:"REQUEST_TIMEOUT" default:"60s" desc:"time budget of one request: its handler's context ends then (503 problem); the server's write timeout and the gateway's timeouts are derived from it, every upstream call (AI) must fit in it"`
 }

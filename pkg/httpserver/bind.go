@@ -8,13 +8,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/paging"
 )
 
 // BindJSON decodes the JSON request body into dst. Field names match
@@ -36,6 +36,9 @@ func BindJSON(c *gin.Context, dst any) error {
 }
 
 // DecodeJSON decodes one JSON value with the same error mapping as BindJSON.
+// Text that PostgreSQL cannot store is refused here, for every handler: bytes
+// that are not UTF-8, and U+0000 in any string value or field name (a 400
+// naming each by its JSON path).
 func DecodeJSON(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apperr.E(apperr.Invalid, "a JSON request body is required")
@@ -44,6 +47,9 @@ func DecodeJSON(body []byte, dst any) error {
 	// damaged text would be stored; JSON text must be UTF-8 (RFC 8259).
 	if !utf8.Valid(body) {
 		return apperr.E(apperr.Invalid, "the request body is not valid UTF-8")
+	}
+	if err := refuseNUL(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(dst); err != nil {
@@ -107,13 +113,14 @@ func requireJSON(r *http.Request) error {
 	return nil
 }
 
-// PathID parses the :id path segment: a positive integer, else a 400 naming
+// PathID parses the :id path segment: a positive integer in
+// paging.ParseInt's syntax ("01" and "+1" are not ids), else a 400 naming
 // "id" (never a 404, so a client learns its URL is malformed).
 func PathID(c *gin.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
+	id, ok := paging.ParseInt(c.Param("id"))
+	if !ok || id <= 0 {
 		return 0, &apperr.Error{Code: apperr.Invalid, Message: "the id in the path must be a positive integer",
-			Fields: map[string]string{"id": "must be a positive integer"}}
+			Fields: map[string]string{"id": "must be a positive integer without sign or leading zeros"}}
 	}
 	return id, nil
 }

@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -56,11 +57,19 @@ const ProblemTypeBase = "https://supportplatform.dev/problems/"
 func StatusFor(err error) int { return statusOf[apperr.CodeOf(err)].status }
 
 // WriteError answers with the problem for err. Internal errors are logged with
-// the request id and their text never reaches the client.
+// the request id and their text never reaches the client. It first drains
+// the rest of the request body (bounded by DrainBytes) so that a client still
+// sending one, like a body over the limit, sees the answer.
 func WriteError(c *gin.Context, log *slog.Logger, err error) {
 	var ae *apperr.Error
-	if !errors.As(err, &ae) {
-		ae = &apperr.Error{Code: apperr.Internal, Err: err}
+	if !errors.As(err, &ae) || ae.Code == apperr.Internal {
+		if errors.Is(err, context.DeadlineExceeded) && c.Request.Context().Err() != nil {
+			// The request's own budget (REQUEST_TIMEOUT) ran out: not a bug.
+			ae = &apperr.Error{Code: apperr.Unavailable, Err: err,
+				Message: "the request did not finish within the time allowed; try again later"}
+		} else if ae == nil {
+			ae = &apperr.Error{Code: apperr.Internal, Err: err}
+		}
 	}
 	m, ok := statusOf[ae.Code]
 	if !ok {
@@ -74,6 +83,7 @@ func WriteError(c *gin.Context, log *slog.Logger, err error) {
 			detail = "an unexpected error occurred; quote the request id when reporting it"
 		}
 	}
+	drainUnread(c)
 	if ae.RetryAfterSeconds > 0 {
 		c.Header("Retry-After", strconv.Itoa(ae.RetryAfterSeconds))
 	}

@@ -37,7 +37,10 @@ type Options struct {
 	Service      string
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // default 1 MiB
-	Checks       []Check
+	// RequestTimeout bounds every handler through its request context
+	// (default DefaultRequestTimeout); see WriteTimeout.
+	RequestTimeout time.Duration
+	Checks         []Check
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed
 	// (the gateway). Default: loopback.
 	TrustedProxies []string
@@ -58,6 +61,9 @@ func New(o Options) (*Server, error) {
 	gin.SetMode(gin.ReleaseMode)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	if len(o.TrustedProxies) == 0 {
 		o.TrustedProxies = []string{"127.0.0.1", "::1"}
@@ -82,7 +88,7 @@ func New(o Options) (*Server, error) {
 	reg.MustRegister(requests, latency)
 
 	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks}
-	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
+	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, deadline(o.RequestTimeout), s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
 	e.NoRoute(func(c *gin.Context) {
 		WriteError(c, s.log, apperr.E(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -162,11 +168,14 @@ func (s *Server) recover(c *gin.Context) {
 
 func (s *Server) bodyLimit(n int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		b := &limitedBody{src: c.Request.Body, limit: n}
+		c.Request.Body = b
+		c.Set(bodyKey, b)
 		if c.Request.ContentLength > n {
+			// WriteError drains the body first (see DrainBytes).
 			WriteError(c, s.log, apperr.E(apperr.TooLarge, "the request body exceeds %d bytes", n))
 			return
 		}
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
 		c.Next()
 	}
 }
@@ -223,19 +232,55 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// DefaultRequestTimeout is REQUEST_TIMEOUT's default (config.Common).
+const DefaultRequestTimeout = 60 * time.Second
+
+// ResponseMargin is the time a handler that stopped at its deadline has to
+// write its answer (a 503 problem) before the server's write deadline cuts
+// the connection.
+const ResponseMargin = 5 * time.Second
+
+// WriteTimeout is the server's write timeout for a request budget: the
+// budget plus ResponseMargin. net/http counts it from the end of the request
+// headers, as the handler's deadline is counted, so a handler that keeps to
+// its context always gets its answer out. The gateway's timeouts are longer
+// again (deploy/stack GatewayTimeouts), so that the service's own answer is
+// what the client sees.
+func WriteTimeout(requestTimeout time.Duration) time.Duration {
+	return requestTimeout + ResponseMargin
+}
+
+// deadline gives every handler a context that ends requestTimeout after the
+// request started: database calls, NATS requests and upstream (AI) calls made
+// with it stop there, and the answer is a 503 problem (WriteError).
+func deadline(requestTimeout time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), requestTimeout)
+		defer cancel()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
+}
+
 // Serve serves h on ln until ctx ends, then shuts down gracefully.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, grace time.Duration) error {
+// requestTimeout is the budget the handlers were given (Options.RequestTimeout);
+// the server's read and write timeouts are derived from it.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, grace, requestTimeout time.Duration) error {
 	if grace <= 0 {
 		grace = 15 * time.Second
+	}
+	if requestTimeout <= 0 {
+		requestTimeout = DefaultRequestTimeout
 	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// The body is read within the handler, so within its budget.
+		ReadTimeout:    requestTimeout,
+		WriteTimeout:   WriteTimeout(requestTimeout),
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -209,5 +211,34 @@ func TestMalformedQueryStrings(t *testing.T) {
 	}
 	if rec, _ := do(t, h, http.MethodGet, "/api/Items/x?name=caf%C3%A9&x=1", "", ""); rec.Code != 200 {
 		t.Fatalf("valid query refused: %d", rec.Code)
+	}
+}
+
+// A handler that keeps to its request context stops at REQUEST_TIMEOUT and
+// answers a 503 problem, not a 500.
+func TestRequestTimeoutEndsHandlerContext(t *testing.T) {
+	s, err := New(Options{Service: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequestTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Engine.GET("/api/Slow", s.Handle(func(c *gin.Context) error {
+		select {
+		case <-c.Request.Context().Done():
+			return fmt.Errorf("slow call: %w", c.Request.Context().Err())
+		case <-time.After(10 * time.Second):
+			c.Status(http.StatusNoContent)
+			return nil
+		}
+	}))
+	start := time.Now()
+	rec, p := do(t, s.Handler(), http.MethodGet, "/api/Slow", "", "")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	if rec.Code != http.StatusServiceUnavailable || p.Type != ProblemTypeBase+"unavailable" {
+		t.Fatalf("%d %+v", rec.Code, p)
+	}
+	if WriteTimeout(time.Minute) <= time.Minute {
+		t.Fatal("the write timeout must leave time to answer after the request deadline")
 	}
 }

@@ -58,6 +58,9 @@ func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*
 	closed := make(chan struct{})
 	nc, err := nats.Connect(url,
 		nats.Name(clientName),
+		// Replies come back under the client's own inbox prefix, the only
+		// one its NATS user may subscribe to (contracts.Permissions).
+		nats.CustomInboxPrefix(contracts.InboxPrefix(clientName)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
 		nats.Timeout(5*time.Second),
@@ -66,7 +69,8 @@ func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*
 				log.Warn("nats disconnected", "error", err.Error())
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		// The URL carries the service's NATS password: never log it whole.
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""

@@ -1,6 +1,11 @@
 // Package postgres opens the pgx pool of a service, applies its embedded,
 // numbered migrations to the service's own schema, runs transactions and maps
 // database errors to application errors.
+//
+// Least privilege: a service runs as its own role (the user of Options.URL),
+// which may read and write the tables of its own schema and nothing else. The
+// migrations are applied over a separate owner connection (Options.MigrateURL),
+// which then grants the runtime role exactly those rights; see Setup.
 package postgres
 
 import (
@@ -22,10 +27,16 @@ import (
 	"supportplatform.dev/pkg/apperr"
 )
 
-// Options for Open.
+// Options for Open and Setup.
 type Options struct {
-	URL    string
-	Schema string // the service's own schema; also its search_path
+	// URL is the runtime connection, as the service's own role.
+	URL string
+	// MigrateURL is the connection of the schema owner (or an administrator)
+	// that applies Migrations and grants URL's role its rights. Empty: URL
+	// itself migrates (the runtime role then owns the schema and needs no
+	// grants).
+	MigrateURL string
+	Schema     string // the service's own schema; also its search_path
 	// Migrations holds files named NNN_description.sql at its root.
 	Migrations fs.FS
 	MaxConns   int32
@@ -33,10 +44,16 @@ type Options struct {
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// Open connects, migrates and returns the pool.
+// Open migrates (Setup, when Options.Migrations is set), then connects as
+// the runtime role and returns the pool.
 func Open(ctx context.Context, o Options, log *slog.Logger) (*pgxpool.Pool, error) {
 	if !schemaName.MatchString(o.Schema) {
 		return nil, fmt.Errorf("postgres: invalid schema name %q", o.Schema)
+	}
+	if o.Migrations != nil {
+		if err := Setup(ctx, o, log); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := pgxpool.ParseConfig(o.URL)
 	if err != nil {
@@ -54,18 +71,50 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*pgxpool.Pool, erro
 		pool.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", err)
 	}
-	if o.Migrations != nil {
-		n, err := Migrate(ctx, pool, o.Schema, o.Migrations)
-		if err != nil {
-			pool.Close()
-			return nil, err
-		}
-		if n > 0 {
-			log.Info("migrations applied", "schema", o.Schema, "count", n)
-		}
-	}
 	return pool, nil
 }
+
+// Setup applies the pending migrations over MigrateURL (URL when empty) and,
+// in the same transaction, gives the runtime role (the user of URL) its
+// rights: USAGE on the schema, SELECT/INSERT/UPDATE/DELETE on its tables
+// (SELECT only on schema_migrations), USAGE/SELECT on its sequences, and the
+// same by default on what later migrations create. Nothing on other schemas.
+//
+// A runtime role that does not exist is created with LOGIN (and the password
+// of URL, if any): that is the development set-up. Production creates the
+// role beforehand with its own password, and Setup then only grants. Nothing
+// is granted when the runtime role is the migrating user, a superuser or the
+// schema's owner. Setup leaves no connection open: the `migrate` subcommand
+// calls it alone.
+func Setup(ctx context.Context, o Options, log *slog.Logger) error {
+	if !schemaName.MatchString(o.Schema) {
+		return fmt.Errorf("postgres: invalid schema name %q", o.Schema)
+	}
+	runtime, err := pgx.ParseConfig(o.URL)
+	if err != nil {
+		return fmt.Errorf("postgres: parse url: %w", err)
+	}
+	migrateURL := o.MigrateURL
+	if migrateURL == "" {
+		migrateURL = o.URL
+	}
+	conn, err := pgx.Connect(ctx, migrateURL)
+	if err != nil {
+		return fmt.Errorf("postgres: connect to migrate: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	n, err := migrate(ctx, conn, o.Schema, o.Migrations, grantee{role: runtime.User, password: runtime.Password})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("migrations applied", "schema", o.Schema, "count", n)
+	}
+	return nil
+}
+
+// grantee is the runtime role Setup grants rights to.
+type grantee struct{ role, password string }
 
 type migration struct {
 	version int
@@ -104,17 +153,25 @@ func readMigrations(fsys fs.FS) ([]migration, error) {
 }
 
 // Migrate applies the pending migrations in one transaction under an advisory
-// lock, so several replicas starting at once apply them exactly once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS) (int, error) {
-	ms, err := readMigrations(fsys)
-	if err != nil {
-		return 0, err
+// lock, so several replicas starting at once apply them exactly once. It
+// grants nothing: Setup does both.
+func Migrate(ctx context.Context, db Beginner, schema string, fsys fs.FS) (int, error) {
+	return migrate(ctx, db, schema, fsys, grantee{})
+}
+
+func migrate(ctx context.Context, db Beginner, schema string, fsys fs.FS, g grantee) (int, error) {
+	var ms []migration
+	if fsys != nil {
+		var err error
+		if ms, err = readMigrations(fsys); err != nil {
+			return 0, err
+		}
 	}
 	h := fnv.New64a()
 	h.Write([]byte("migrate:" + schema))
 	lockID := int64(h.Sum64())
 	applied := 0
-	err = InTx(ctx, pool, func(tx pgx.Tx) error {
+	err := InTx(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID); err != nil {
 			return err
 		}
@@ -153,12 +210,88 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS)
 			}
 			applied++
 		}
-		return nil
+		if g.role == "" {
+			return nil
+		}
+		return grantRuntime(ctx, tx, schema, g)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgres: migrate %s: %w", schema, err)
 	}
 	return applied, nil
+}
+
+// grantRuntime gives g.role its rights on schema; it runs in the migration
+// transaction, under its advisory lock, so replicas do not grant the same
+// objects concurrently ("tuple concurrently updated").
+func grantRuntime(ctx context.Context, tx pgx.Tx, schema string, g grantee) error {
+	var me string
+	if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&me); err != nil {
+		return err
+	}
+	if g.role == me {
+		return nil
+	}
+	if err := ensureRole(ctx, tx, g); err != nil {
+		return err
+	}
+	var super, owner bool
+	err := tx.QueryRow(ctx, `SELECT r.rolsuper, n.nspowner = r.oid
+		FROM pg_roles r, pg_namespace n WHERE r.rolname = $1 AND n.nspname = $2`, g.role, schema).Scan(&super, &owner)
+	if err != nil {
+		return fmt.Errorf("role %s: %w", g.role, err)
+	}
+	if super || owner {
+		return nil
+	}
+	s, r := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{g.role}.Sanitize()
+	for _, stmt := range []string{
+		"GRANT USAGE ON SCHEMA " + s + " TO " + r,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + s + " TO " + r,
+		// The migration record is the owner's: the service may read it only.
+		"REVOKE INSERT, UPDATE, DELETE ON " + s + ".schema_migrations FROM " + r,
+		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + s + " TO " + r,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA " + s + " GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO " + r,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA " + s + " GRANT USAGE, SELECT ON SEQUENCES TO " + r,
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("grant %s: %w", g.role, err)
+		}
+	}
+	return nil
+}
+
+// ensureRole creates g.role with LOGIN when it does not exist. Roles are
+// cluster-wide and many databases (tests, replicas) may create the same one
+// at once: losing that race (duplicate_object, or unique_violation on
+// pg_authid) is success. A savepoint keeps the migration transaction usable.
+func ensureRole(ctx context.Context, tx pgx.Tx, g grantee) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", g.role).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	var stmt string
+	err := tx.QueryRow(ctx, `SELECT CASE WHEN $2 = '' THEN format('CREATE ROLE %I LOGIN', $1::text)
+		ELSE format('CREATE ROLE %I LOGIN PASSWORD %L', $1::text, $2::text) END`, g.role, g.password).Scan(&stmt)
+	if err != nil {
+		return err
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := sp.Exec(ctx, stmt); err != nil {
+		_ = sp.Rollback(ctx)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && (pe.Code == "42710" || pe.Code == "23505") {
+			return nil
+		}
+		return fmt.Errorf("create role %s: %w", g.role, err)
+	}
+	return sp.Commit(ctx)
 }
 
 // Beginner is what InTx needs: a pool or a connection.

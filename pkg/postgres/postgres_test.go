@@ -6,10 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/postgres"
@@ -112,5 +115,121 @@ func TestBadSchemaName(t *testing.T) {
 	_, err := postgres.Open(context.Background(), postgres.Options{URL: pgtest.AdminURL(), Schema: "x; drop"}, slog.Default())
 	if err == nil {
 		t.Fatal("want error")
+	}
+}
+
+// Two services in one database, each migrating its schema as the owner and
+// running as its own role: each role uses its own tables and is refused the
+// other's.
+func TestRuntimeRolesSeeOnlyTheirSchema(t *testing.T) {
+	ctx := context.Background()
+	roleA, roleB := pgtest.NewRole(t), pgtest.NewRole(t)
+	admin := pgtest.NewDatabase(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func(role, schema string) *pgxpool.Pool {
+		t.Helper()
+		pool, err := postgres.Open(ctx, postgres.Options{URL: pgtest.URLAs(admin, role), MigrateURL: admin,
+			Schema: schema, Migrations: os.DirFS("testdata/m1")}, log)
+		if err != nil {
+			t.Fatalf("open %s as %s: %v", schema, role, err)
+		}
+		t.Cleanup(pool.Close)
+		return pool
+	}
+	a, b := open(roleA, "svc_a"), open(roleB, "svc_b")
+
+	var user string
+	if err := a.QueryRow(ctx, "SELECT current_user").Scan(&user); err != nil || user != roleA {
+		t.Fatalf("pool a runs as %q (%v), want %s", user, err, roleA)
+	}
+	// Own schema: unqualified names, writes, sequences.
+	for _, sql := range []string{
+		"INSERT INTO things (name, n) VALUES ('a', 1)",
+		"UPDATE things SET note = 'x' WHERE name = 'a'",
+		"SELECT count(*) FROM things",
+		"DELETE FROM things WHERE name = 'a'",
+		"SELECT count(*) FROM schema_migrations",
+	} {
+		if _, err := a.Exec(ctx, sql); err != nil {
+			t.Errorf("role a: %s: %v", sql, err)
+		}
+	}
+	if _, err := b.Exec(ctx, "INSERT INTO things (name) VALUES ('b')"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		pool *pgxpool.Pool
+		sql  string
+	}{
+		{"a reads b's table", a, "SELECT name FROM svc_b.things"},
+		{"a writes b's table", a, "INSERT INTO svc_b.things (name) VALUES ('from a')"},
+		{"b reads a's table", b, "SELECT name FROM svc_a.things"},
+		{"a alters its schema", a, "CREATE TABLE svc_a.extra (id int)"},
+		{"a rewrites its migration record", a, "DELETE FROM schema_migrations"},
+		{"a drops its table", a, "DROP TABLE things"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.pool.Exec(ctx, c.sql)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "42501" {
+				t.Fatalf("%s: err %v, want permission denied (42501)", c.sql, err)
+			}
+		})
+	}
+	// A second start (a new replica, a restart) changes nothing and works.
+	open(roleA, "svc_a")
+}
+
+// Roles are cluster-wide: services of many databases (parallel tests,
+// replicas) create the same missing role at once, and all of them start.
+func TestRuntimeRoleCreatedConcurrently(t *testing.T) {
+	ctx := context.Background()
+	role := pgtest.NewRole(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dbs := []string{pgtest.NewDatabase(t), pgtest.NewDatabase(t), pgtest.NewDatabase(t)}
+	var wg sync.WaitGroup
+	errs := make([]error, 2*len(dbs))
+	for i := range errs {
+		db := dbs[i%len(dbs)]
+		wg.Go(func() {
+			pool, err := postgres.Open(ctx, postgres.Options{URL: pgtest.URLAs(db, role), MigrateURL: db,
+				Schema: "svc", Migrations: os.DirFS("testdata/m1")}, log)
+			if err == nil {
+				_, err = pool.Exec(ctx, "INSERT INTO things (name) VALUES ($1)", "row"+strconv.Itoa(i))
+				pool.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+		}
+	}
+}
+
+// A runtime role that is a superuser (the local default) or the migrating
+// user itself gets no grants and keeps working.
+func TestSetupSkipsGrantsForTheOwner(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDatabase(t)
+	if err := postgres.Setup(ctx, postgres.Options{URL: db, Schema: "svc", Migrations: os.DirFS("testdata/m1")},
+		slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var acl *string
+	if err := conn.QueryRow(ctx, "SELECT nspacl::text FROM pg_namespace WHERE nspname = 'svc'").Scan(&acl); err != nil {
+		t.Fatal(err)
+	}
+	if acl != nil {
+		t.Fatalf("schema svc has grants %s; the owner needs none", *acl)
 	}
 }

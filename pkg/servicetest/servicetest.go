@@ -108,14 +108,27 @@ func Env(t testing.TB, name string, key ed25519.PublicKey, noDB bool) map[string
 // output is logged when the test failed.
 func Start(t testing.TB, name string, run Run, o Options) *Service {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, priv := newKey(t)
 	env := Env(t, name, pub, o.NoDatabase)
 	for k, v := range o.Env {
 		env[k] = v
 	}
+	o.Env = env
+	return start(t, name, run, o, priv)
+}
+
+func newKey(t testing.TB) (ed25519.PublicKey, ed25519.PrivateKey) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, priv
+}
+
+// start runs the service with exactly o.Env.
+func start(t testing.TB, name string, run Run, o Options, priv ed25519.PrivateKey) *Service {
+	t.Helper()
+	env := o.Env
 	args := o.Args
 	if len(args) == 0 {
 		args = []string{name}
@@ -208,6 +221,20 @@ func (s *Service) Wait(limit time.Duration) error {
 	case <-time.After(limit):
 		return fmt.Errorf("%s: run did not return within %v", s.Name, limit)
 	}
+}
+
+// Returned reports, without waiting, whether run has returned.
+func (s *Service) Returned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.finished {
+		select {
+		case s.runErr = <-s.done:
+			s.finished = true
+		default:
+		}
+	}
+	return s.finished
 }
 
 // Stop cancels run's context and waits for it to return.

@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -181,7 +182,10 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 	caFile, _ := filepath.Rel(root, st.TLS.CAFile)
 	base := fmt.Sprintf("https://localhost:%d", cfg.HTTPSPort)
 	fmt.Fprintf(log, "\n  Support platform is up: %s (plain HTTP on :%d is refused)\n", base, cfg.HTTPPort)
-	fmt.Fprintf(log, "  services: %v, database %s\n", st.Services, cfg.Database)
+	fmt.Fprintf(log, "  services: %v, database %s (each service as its own role, sp_<schema>)\n", st.Services, cfg.Database)
+	if u, err := url.Parse(st.NATSURL); err == nil {
+		fmt.Fprintf(log, "  nats:  %s, one user per service; passwords in var/nats/nats.conf\n", u.Host)
+	}
 	if demo != nil {
 		note := ""
 		if generated {

@@ -1,7 +1,9 @@
 // Command gencompose writes the files of the docker-compose deployment that
 // derive from the service table (deploy/stack/services.go): the Traefik
-// static and dynamic configuration under deploy/compose/traefik/ and one
-// Dockerfile per service. With -check it writes nothing and fails when a
+// static and dynamic configuration under deploy/compose/traefik/, one
+// Dockerfile per service, and the NATS server's users with their subject
+// permissions (deploy/compose/nats/nats.conf, from the table in
+// pkg/contracts). With -check it writes nothing and fails when a
 // committed file differs from a fresh generation.
 package main
 

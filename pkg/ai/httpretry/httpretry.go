@@ -26,6 +26,10 @@ type Policy struct {
 	// waiting minutes inside a user's request helps nobody, and retrying sooner than asked only
 	// earns another 429.
 	MaxWait time.Duration
+	// MinAttempt is the least time a retry needs to be worth starting: no retry (and no wait for
+	// one) begins unless, after the wait, at least MinAttempt remains before ctx's deadline. A
+	// request's budget (REQUEST_TIMEOUT) thus ends the retries instead of cutting one short.
+	MinAttempt time.Duration
 	// Sleep waits for d or until ctx ends. Tests inject a recorder; nil uses a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock for deadlines and HTTP-date Retry-After values; nil uses time.Now.
@@ -45,7 +49,7 @@ func (r *Retry) Unwrap() error { return r.Err }
 
 // Run calls attempt until it succeeds, fails without a *Retry, or the retries are used up, and
 // returns the number of attempts made with the last error (unwrapped from its *Retry). It stops
-// early rather than sleep past ctx's deadline.
+// early rather than wait for a retry that could not get MinAttempt before ctx's deadline.
 func (p Policy) Run(ctx context.Context, attempt func(ctx context.Context) error) (int, error) {
 	for n := 1; ; n++ {
 		err := attempt(ctx)
@@ -66,7 +70,7 @@ func (p Policy) Run(ctx context.Context, attempt func(ctx context.Context) error
 			}
 			wait = r.After
 		}
-		if dl, ok := ctx.Deadline(); ok && p.now().Add(wait).After(dl) {
+		if dl, ok := ctx.Deadline(); ok && p.now().Add(wait+p.MinAttempt).After(dl) {
 			return n, r.Err
 		}
 		if serr := p.sleep(ctx, wait); serr != nil {

@@ -135,6 +135,38 @@ func TestRunStopsBeforeSleepingPastDeadline(t *testing.T) {
 	}
 }
 
+func TestRunStartsNoRetryThatCannotGetMinAttempt(t *testing.T) {
+	// A frozen clock at the real now: the context itself must not expire during the test.
+	now := time.Now()
+	tests := []struct {
+		name      string
+		left      time.Duration // before the deadline
+		after     time.Duration // the server's Retry-After
+		wantCalls int
+	}{
+		{"room for wait and attempt", 10 * time.Second, 2 * time.Second, 2},
+		{"exactly enough", 3 * time.Second, 2 * time.Second, 2},
+		{"wait fits but attempt would not", 2500 * time.Millisecond, 2 * time.Second, 1},
+		{"no wait, too little left", 500 * time.Millisecond, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithDeadline(context.Background(), now.Add(tt.left))
+			defer cancel()
+			p := Policy{MaxRetries: 1, MinAttempt: time.Second, Now: func() time.Time { return now },
+				Sleep: func(context.Context, time.Duration) error { return nil }}
+			calls := 0
+			n, _ := p.Run(ctx, func(context.Context) error {
+				calls++
+				return &Retry{Err: errors.New("busy"), After: tt.after, Requested: true}
+			})
+			if calls != tt.wantCalls || n != tt.wantCalls {
+				t.Fatalf("%d attempts (Run says %d), want %d", calls, n, tt.wantCalls)
+			}
+		})
+	}
+}
+
 func TestSleepHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

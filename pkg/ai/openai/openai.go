@@ -21,6 +21,11 @@ import (
 // of seconds for a long reply, so the default is generous.
 const DefaultTimeout = 60 * time.Second
 
+// DefaultMinAttempt is the least time left before the caller's deadline for a retry to be started
+// (httpretry.Policy.MinAttempt), capped at Config.Timeout: a chat completion rarely answers sooner,
+// and a retry cut short by the deadline only loads the server.
+const DefaultMinAttempt = 2 * time.Second
+
 // maxReplyBytes bounds how much of a reply is read, so that a misbehaving server cannot exhaust memory.
 const maxReplyBytes = 8 << 20
 
@@ -34,7 +39,8 @@ type Config struct {
 	// APIKey is sent as a Bearer token when set; local servers usually need none.
 	APIKey string
 	Model  string
-	// Timeout bounds each attempt (not the whole call, which the caller's context bounds).
+	// Timeout bounds each attempt (not the whole call, which the caller's context bounds: a
+	// request's budget, REQUEST_TIMEOUT, ends the retries; see MinAttempt).
 	Timeout time.Duration
 	// MaxRetries is the number of retries after the first attempt on 429, 5xx, timeouts and
 	// connection failures.
@@ -74,6 +80,9 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 // WithClock replaces the clock used to read HTTP-date Retry-After values.
 func WithClock(now func() time.Time) Option { return func(c *Client) { c.policy.Now = now } }
 
+// WithMinAttempt sets the least time left before the caller's deadline for a retry to start.
+func WithMinAttempt(d time.Duration) Option { return func(c *Client) { c.policy.MinAttempt = d } }
+
 // WithBackoff sets the exponential backoff used when the server gives no Retry-After, and the cap on
 // a server-requested wait.
 func WithBackoff(base, maxDelay, maxWait time.Duration) Option {
@@ -101,6 +110,7 @@ func New(cfg Config, opts ...Option) *Client {
 			BaseDelay:  500 * time.Millisecond,
 			MaxDelay:   8 * time.Second,
 			MaxWait:    30 * time.Second,
+			MinAttempt: min(DefaultMinAttempt, cfg.Timeout),
 		},
 	}
 	for _, o := range opts {

@@ -429,3 +429,54 @@ func TestCompleteCallerCancellationStopsRetrying(t *testing.T) {
 		t.Fatalf("server saw %d requests after cancellation, want 1", f.count())
 	}
 }
+
+// A retrying call made within a request's budget stops at the request's deadline: no attempt
+// starts once too little time is left, none runs past it, and the error says why.
+func TestCompleteRetriesStopAtRequestDeadline(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		starts []time.Time
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		// A slow, overloaded server: each attempt takes 150 ms and asks to come back at once.
+		select {
+		case <-time.After(150 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	const budget = time.Second
+	const minAttempt = 200 * time.Millisecond
+	c := New(Config{BaseURL: srv.URL + "/v1", Model: "m", Timeout: 10 * time.Second, MaxRetries: 100},
+		WithMinAttempt(minAttempt))
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	_, err := c.Complete(ctx, msgs)
+	took := time.Since(start)
+
+	var ue *UpstreamError
+	if !errors.As(err, &ue) || ue.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("error = %v, want the upstream's 503", err)
+	}
+	if took > budget+100*time.Millisecond {
+		t.Fatalf("Complete returned after %v, past the %v budget", took, budget)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) < 3 || ue.Attempts != len(starts) {
+		t.Fatalf("%d attempts reached the server (error says %d); want at least 3 within the budget", len(starts), ue.Attempts)
+	}
+	for i, s := range starts {
+		if left := deadline.Sub(s); left < minAttempt-20*time.Millisecond {
+			t.Errorf("attempt %d started %v before the deadline, less than MinAttempt %v", i+1, left, minAttempt)
+		}
+	}
+}

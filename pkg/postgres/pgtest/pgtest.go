@@ -73,3 +73,38 @@ func DropDatabase(ctx context.Context, dbURL string) error {
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	return err
 }
+
+// NewRole returns a unique role name for a test to give to postgres.Setup
+// (which creates it) and drops the role when the test ends. Roles are
+// cluster-wide: call NewRole before NewDatabase, so that the cleanups run in
+// the right order (the databases holding the role's grants go first).
+// Only this test's own roles are ever dropped.
+func NewRole(t testing.TB) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "t_role_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			t.Logf("pgtest: drop role: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			t.Logf("pgtest: drop role %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// URLAs is dbURL with user (and no password) instead of its own.
+func URLAs(dbURL, user string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	u.User = url.User(user)
+	return u.String()
+}

@@ -170,8 +170,9 @@ func (h *Handlers) listAccounts(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := paging.Parse(c.Query)
-	if err != nil {
+	q := httpserver.NewQuery(c)
+	pg := q.Page()
+	if err := q.Err(); err != nil {
 		return err
 	}
 	items, total, err := h.svc.ListAccounts(c.Request.Context(), p, pg.Offset(), pg.Size)

@@ -91,16 +91,16 @@ func deleteOne(c *gin.Context, del func(context.Context, int64, int64) error) er
 // listPage answers a list route: filter reads the resource's own query
 // parameters (problems collect in q and are reported together with paging
 // problems), list pages through the caller's records.
-func listPage[F, T, R any](c *gin.Context, filter func(q *query) F,
+func listPage[F, T, R any](c *gin.Context, filter func(q *httpserver.Query) F,
 	list func(context.Context, int64, F, paging.Page) ([]T, int, error), to func(T) R) error {
 	cid, err := customer(c)
 	if err != nil {
 		return err
 	}
-	q := newQuery(c)
-	pg := q.page()
+	q := httpserver.NewQuery(c)
+	pg := q.Page()
 	f := filter(q)
-	if err := q.err(); err != nil {
+	if err := q.Err(); err != nil {
 		return err
 	}
 	items, total, err := list(c.Request.Context(), cid, f, pg)
@@ -112,7 +112,7 @@ func listPage[F, T, R any](c *gin.Context, filter func(q *query) F,
 }
 
 // noFilter is the filter of resources listed without query filters.
-func noFilter(*query) struct{} { return struct{}{} }
+func noFilter(*httpserver.Query) struct{} { return struct{}{} }
 
 // unfiltered adapts a list call that takes no filter to listPage.
 func unfiltered[T any](list func(context.Context, int64, paging.Page) ([]T, int, error)) func(context.Context, int64, struct{}, paging.Page) ([]T, int, error) {

@@ -57,10 +57,10 @@ func toTopic(t topics.Topic) topicResponse {
 }
 
 func (h *Handlers) listTopics(c *gin.Context) error {
-	return listPage(c, func(q *query) topics.TopicFilter {
-		sort, err := topics.ParseTopicSort(q.get("sort"))
-		q.merge(err)
-		return topics.TopicFilter{Sort: sort, NameContains: q.text("name", topics.MaxNameLen)}
+	return listPage(c, func(q *httpserver.Query) topics.TopicFilter {
+		sort, err := topics.ParseTopicSort(q.Get("sort"))
+		q.Merge(err)
+		return topics.TopicFilter{Sort: sort, NameContains: q.Text("name", topics.MaxNameLen)}
 	}, h.svc.ListTopics, toTopic)
 }
 

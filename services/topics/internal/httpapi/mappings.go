@@ -52,13 +52,13 @@ type bulkTopicActionsResponse struct {
 }
 
 func (h *Handlers) listTopicActions(c *gin.Context) error {
-	return listPage(c, func(q *query) topics.TopicActionFilter {
+	return listPage(c, func(q *httpserver.Query) topics.TopicActionFilter {
 		return topics.TopicActionFilter{
-			TopicID:   q.id("topicId"),
-			ActionID:  q.id("actionId"),
-			HookName:  q.text("hookName", topics.MaxHookNameLen),
-			ChannelID: q.id("channelId"),
-			IsActive:  q.boolean("isActive"),
+			TopicID:   q.ID("topicId"),
+			ActionID:  q.ID("actionId"),
+			HookName:  q.Text("hookName", topics.MaxHookNameLen),
+			ChannelID: q.ID("channelId"),
+			IsActive:  q.Bool("isActive"),
 		}
 	}, h.svc.ListTopicActions, toTopicAction)
 }
@@ -201,13 +201,13 @@ func toTopicDocument(m topics.TopicDocument) topicDocumentResponse {
 }
 
 func (h *Handlers) listTopicDocuments(c *gin.Context) error {
-	return listPage(c, func(q *query) topics.TopicDocumentFilter {
+	return listPage(c, func(q *httpserver.Query) topics.TopicDocumentFilter {
 		return topics.TopicDocumentFilter{
-			TopicID:    q.id("topicId"),
-			DocumentID: q.id("documentId"),
-			ChannelID:  q.id("channelId"),
-			HookName:   q.text("hookName", topics.MaxHookNameLen),
-			IsHook:     q.boolean("isHook"),
+			TopicID:    q.ID("topicId"),
+			DocumentID: q.ID("documentId"),
+			ChannelID:  q.ID("channelId"),
+			HookName:   q.Text("hookName", topics.MaxHookNameLen),
+			IsHook:     q.Bool("isHook"),
 		}
 	}, h.svc.ListTopicDocuments, toTopicDocument)
 }
@@ -276,13 +276,13 @@ type lookupResponse struct {
 }
 
 func (h *Handlers) listPageMappings(c *gin.Context) error {
-	return listPage(c, func(q *query) topics.PageMappingFilter {
-		f := topics.PageMappingFilter{TopicID: q.id("topicId")}
-		switch mt := topics.MatchType(strings.ToLower(q.get("matchType"))); mt {
+	return listPage(c, func(q *httpserver.Query) topics.PageMappingFilter {
+		f := topics.PageMappingFilter{TopicID: q.ID("topicId")}
+		switch mt := topics.MatchType(strings.ToLower(q.Get("matchType"))); mt {
 		case "", topics.MatchExact, topics.MatchPrefix:
 			f.MatchType = mt
 		default:
-			q.v.Add("matchType", "must be exact or prefix")
+			q.Invalid("matchType", "must be exact or prefix")
 		}
 		return f
 	}, h.svc.ListPageMappings, toPageMapping)
@@ -293,7 +293,12 @@ func (h *Handlers) lookupPage(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	u, ts, err := h.svc.TopicsForURL(c.Request.Context(), cid, newQuery(c).get("url"))
+	q := httpserver.NewQuery(c)
+	raw := q.Get("url")
+	if err := q.Err(); err != nil {
+		return err
+	}
+	u, ts, err := h.svc.TopicsForURL(c.Request.Context(), cid, raw)
 	if err != nil {
 		return err
 	}

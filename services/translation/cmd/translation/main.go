@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,14 +34,14 @@ type Config struct {
 	AIBaseURL        string        `env:"AI_BASE_URL" default:"" desc:"OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1 for Ollama); empty = LLM engine off"`
 	AIAPIKey         string        `env:"AI_API_KEY" default:"" desc:"API key of the OpenAI-compatible server (optional for local servers)"`
 	AIModel          string        `env:"AI_MODEL" default:"" desc:"chat model name; empty = LLM engine off"`
-	AITimeout        time.Duration `env:"AI_TIMEOUT" default:"60s" desc:"timeout of one LLM request attempt"`
-	AIMaxRetries     int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After"`
+	AITimeout        time.Duration `env:"AI_TIMEOUT" default:"15s" desc:"timeout of one LLM request attempt; must be below REQUEST_TIMEOUT"`
+	AIMaxRetries     int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After; a retry that cannot get 2s before the request's deadline is not made"`
 	LibreURL         string        `env:"LIBRETRANSLATE_URL" default:"" desc:"LibreTranslate base URL; empty = off"`
 	LibreAPIKey      string        `env:"LIBRETRANSLATE_API_KEY" default:"" desc:"LibreTranslate API key"`
-	LibreTimeout     time.Duration `env:"LIBRETRANSLATE_TIMEOUT" default:"30s" desc:"timeout of one LibreTranslate request"`
+	LibreTimeout     time.Duration `env:"LIBRETRANSLATE_TIMEOUT" default:"30s" desc:"timeout of one LibreTranslate request; must be below REQUEST_TIMEOUT"`
 	ApertiumCommand  string        `env:"APERTIUM_COMMAND" default:"apertium" desc:"the apertium executable"`
 	ApertiumDataDir  string        `env:"APERTIUM_DATA_DIR" default:"/usr/share/apertium" desc:"where the installed Apertium modes are"`
-	ApertiumTimeout  time.Duration `env:"APERTIUM_TIMEOUT" default:"30s" desc:"timeout of one Apertium run"`
+	ApertiumTimeout  time.Duration `env:"APERTIUM_TIMEOUT" default:"30s" desc:"timeout of one Apertium run; must be below REQUEST_TIMEOUT"`
 	ApertiumMaxProcs int           `env:"APERTIUM_MAX_PROCESSES" default:"2" desc:"concurrent Apertium processes"`
 }
 
@@ -56,6 +57,9 @@ func main() {
 func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg Config
 	if err := config.Load(getenv, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.checkBudget(); err != nil {
 		return err
 	}
 	llm := openai.New(openai.Config{BaseURL: cfg.AIBaseURL, APIKey: cfg.AIAPIKey, Model: cfg.AIModel,
@@ -87,4 +91,25 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	h := httpapi.New(svc, customers.New(deps.Bus, cfg.CustomerCacheTTL, deps.Now), deps.Server)
 	h.Routes(deps.Server.Engine, deps.Auth())
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
+}
+
+// checkBudget refuses upstream timeouts that do not fit in a request's budget
+// (REQUEST_TIMEOUT): an attempt that may outlive the request would be cut
+// off by the request's deadline anyway, and the client would wait for
+// nothing. A budget that allows no retry at all is worth a warning in the
+// README, not a refusal: a slow local model may need one long attempt.
+func (c Config) checkBudget() error {
+	var errs []error
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"AI_TIMEOUT", c.AITimeout}, {"LIBRETRANSLATE_TIMEOUT", c.LibreTimeout}, {"APERTIUM_TIMEOUT", c.ApertiumTimeout}} {
+		if t.d <= 0 || t.d >= c.RequestTimeout {
+			errs = append(errs, fmt.Errorf("config: %s (%v) must be positive and below REQUEST_TIMEOUT (%v), the budget of the request that makes the call", t.name, t.d, c.RequestTimeout))
+		}
+	}
+	if c.AIMaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("config: AI_MAX_RETRIES (%d) must not be negative", c.AIMaxRetries))
+	}
+	return errors.Join(errs...)
 }

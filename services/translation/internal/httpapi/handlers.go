@@ -15,8 +15,8 @@ import (
 
 // Translator is the domain as the handlers use it.
 type Translator interface {
-	Translate(ctx context.Context, sourceText, targetLang string) (string, error)
-	TranslateToHTML(ctx context.Context, sourceText, targetLang string) (string, error)
+	Translate(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error)
+	TranslateToHTML(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error)
 	DetectLanguage(ctx context.Context, country, state, city string) (string, error)
 }
 
@@ -52,15 +52,16 @@ func (h *Handlers) translateToHTML(c *gin.Context) error {
 	return h.doTranslate(c, h.svc.TranslateToHTML)
 }
 
-func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, text, lang string) (string, error)) error {
+func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, customerID int64, text, lang string) (string, error)) error {
 	var req translateRequest
 	if err := httpserver.BindJSON(c, &req); err != nil {
 		return err
 	}
-	if err := h.requireCustomer(c); err != nil {
+	customerID, err := h.requireCustomer(c)
+	if err != nil {
 		return err
 	}
-	out, err := fn(c.Request.Context(), req.SourceText, req.TargetLang)
+	out, err := fn(c.Request.Context(), customerID, req.SourceText, req.TargetLang)
 	if err != nil {
 		return err
 	}
@@ -69,10 +70,15 @@ func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, text
 }
 
 func (h *Handlers) detectLanguage(c *gin.Context) error {
-	if err := h.requireCustomer(c); err != nil {
+	if _, err := h.requireCustomer(c); err != nil {
 		return err
 	}
-	lang, err := h.svc.DetectLanguage(c.Request.Context(), c.Query("country"), c.Query("state"), c.Query("city"))
+	q := httpserver.NewQuery(c)
+	country, state, city := q.Get("country"), q.Get("state"), q.Get("city")
+	if err := q.Err(); err != nil {
+		return err
+	}
+	lang, err := h.svc.DetectLanguage(c.Request.Context(), country, state, city)
 	if err != nil {
 		return err
 	}
@@ -80,12 +86,13 @@ func (h *Handlers) detectLanguage(c *gin.Context) error {
 	return nil
 }
 
-func (h *Handlers) requireCustomer(c *gin.Context) error {
+// requireCustomer returns the token's customer once it is known to exist.
+func (h *Handlers) requireCustomer(c *gin.Context) (int64, error) {
 	p, err := authn.Must(c.Request.Context())
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return h.customers.Require(c.Request.Context(), p.CustomerID)
+	return p.CustomerID, h.customers.Require(c.Request.Context(), p.CustomerID)
 }
 
 // writeJSONString answers with a bare JSON string, as the spec shows. HTML is

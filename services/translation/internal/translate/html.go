@@ -17,7 +17,8 @@ import (
 	"supportplatform.dev/ai/mt"
 )
 
-// TranslateToHTML translates sourceText into targetLang and returns HTML that is safe to insert
+// TranslateToHTML translates sourceText into targetLang for the customer customerID (the cache
+// key includes it, as in Translate) and returns HTML that is safe to insert
 // into a page.
 //
 // Plain text comes back HTML-escaped, with blank-line-separated paragraphs as <p> and single line
@@ -28,18 +29,19 @@ import (
 // handler attributes, and only http, https and mailto URLs (or relative ones). data: URLs are
 // refused even for images: they can carry SVG with script, and inline images belong in
 // attachments, not in message bodies.
-func (s *Service) TranslateToHTML(ctx context.Context, sourceText, targetLang string) (string, error) {
+func (s *Service) TranslateToHTML(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error) {
 	target, err := validateTranslation(sourceText, targetLang)
 	if err != nil {
 		return "", err
 	}
-	if out, ok := s.cached(ctx, CacheKey(sourceText, target, ModeHTML)); ok {
+	key := CacheKey(customerID, sourceText, target, ModeHTML)
+	if out, ok := s.cached(ctx, key); ok {
 		return out, nil
 	}
 	if LooksLikeHTML(sourceText) {
-		return s.translateHTML(ctx, sourceText, target)
+		return s.translateHTML(ctx, key, sourceText, target)
 	}
-	return s.translatePlainToHTML(ctx, sourceText, target)
+	return s.translatePlainToHTML(ctx, key, sourceText, target)
 }
 
 var charRef = regexp.MustCompile(`&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});`)
@@ -75,7 +77,7 @@ var blankLines = regexp.MustCompile(`\n[ \t\f\v]*\n\s*`)
 
 // translatePlainToHTML translates paragraph by paragraph, so that an engine that reflows text
 // cannot merge paragraphs, and builds the HTML from the escaped results.
-func (s *Service) translatePlainToHTML(ctx context.Context, text, target string) (string, error) {
+func (s *Service) translatePlainToHTML(ctx context.Context, cacheKey, text, target string) (string, error) {
 	norm := strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 	var paras []string
 	for _, p := range blankLines.Split(strings.TrimSpace(norm), -1) {
@@ -105,7 +107,7 @@ func (s *Service) translatePlainToHTML(ctx context.Context, text, target string)
 		return render(paras)
 	}
 	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
-	return s.translateSegments(ctx, pair, ModeHTML, text, paras, render)
+	return s.translateSegments(ctx, pair, cacheKey, paras, render)
 }
 
 // untranslated are elements whose text is code, data or styling rather than prose.
@@ -114,7 +116,7 @@ var untranslated = map[atom.Atom]bool{
 	atom.Samp: true, atom.Textarea: true, atom.Noscript: true, atom.Template: true,
 }
 
-func (s *Service) translateHTML(ctx context.Context, text, target string) (string, error) {
+func (s *Service) translateHTML(ctx context.Context, cacheKey, text, target string) (string, error) {
 	body := &xhtml.Node{Type: xhtml.ElementNode, Data: "body", DataAtom: atom.Body}
 	nodes, err := xhtml.ParseFragment(strings.NewReader(text), body)
 	if err != nil {
@@ -149,7 +151,7 @@ func (s *Service) translateHTML(ctx context.Context, text, target string) (strin
 		return render(segments)
 	}
 	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
-	return s.translateSegments(ctx, pair, ModeHTML, text, segments, render)
+	return s.translateSegments(ctx, pair, cacheKey, segments, render)
 }
 
 func collectText(n *xhtml.Node, out *[]*xhtml.Node) {

@@ -41,9 +41,9 @@ func TestDetectLanguageValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := svc.DetectLanguage(context.Background(), tt.country, tt.state, tt.city)
 			var de *apperr.Error
-			if !errors.As(err, &de) || ErrorKind(err) != KindInvalid || len(de.Fields) != 1 ||
+			if !errors.As(err, &de) || !apperr.Is(err, apperr.Invalid) || len(de.Fields) != 1 ||
 				!strings.Contains(de.Fields[tt.field], tt.msg) {
-				t.Fatalf("error = %v, want KindInvalid on %s mentioning %q", err, tt.field, tt.msg)
+				t.Fatalf("error = %v, want invalid on %s mentioning %q", err, tt.field, tt.msg)
 			}
 		})
 	}
@@ -113,16 +113,16 @@ func TestDetectLanguageRefinement(t *testing.T) {
 			if err != nil || got != "de" {
 				t.Errorf("%s: DetectLanguage = %q, %v; want the table's de", name, got, err)
 			}
-			if _, err := svc.DetectLanguage(ctx, "Narnia", "", ""); ErrorKind(err) != KindInvalid {
-				t.Errorf("%s: unknown country error = %v, want KindInvalid", name, err)
+			if _, err := svc.DetectLanguage(ctx, "Narnia", "", ""); !apperr.Is(err, apperr.Invalid) {
+				t.Errorf("%s: unknown country error = %v, want invalid", name, err)
 			}
 		}
 	})
 	t.Run("an unreachable model is an error during detection only when the tables have no answer", func(t *testing.T) {
 		r := &fakeRefiner{err: &openai.UpstreamError{StatusCode: 500, Message: "boom"}}
 		svc := New(Config{Refiner: r})
-		if _, err := svc.DetectLanguage(ctx, "Narnia", "", ""); ErrorKind(err) != KindUpstream {
-			t.Fatalf("unknown country with the model down = %v, want KindUpstream", err)
+		if _, err := svc.DetectLanguage(ctx, "Narnia", "", ""); !apperr.Is(err, apperr.Internal) {
+			t.Fatalf("unknown country with the model down = %v, want internal", err)
 		}
 		if got, err := svc.DetectLanguage(ctx, "Switzerland", "", "Ecublens"); err != nil || got != "de" {
 			t.Fatalf("known country with the model down = %q, %v; want the table's de", got, err)

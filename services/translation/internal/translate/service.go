@@ -101,15 +101,17 @@ func OrderProviders(order string, engines ...mt.Translator) ([]mt.Translator, er
 	return out, nil
 }
 
-// Translate translates plain text into targetLang (an ISO 639-1 or 639-3 code). The text is
+// Translate translates plain text into targetLang (an ISO 639-1 or 639-3 code) for the customer
+// (tenant) customerID, whose cache entries are its own. The text is
 // treated as characters only: markup in it is sent to the engine and returned as the engine
 // gives it back. Text already in the target language, or holding no words, comes back unchanged.
-func (s *Service) Translate(ctx context.Context, sourceText, targetLang string) (string, error) {
+func (s *Service) Translate(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error) {
 	target, err := validateTranslation(sourceText, targetLang)
 	if err != nil {
 		return "", err
 	}
-	if out, ok := s.cached(ctx, CacheKey(sourceText, target, ModePlain)); ok {
+	key := CacheKey(customerID, sourceText, target, ModePlain)
+	if out, ok := s.cached(ctx, key); ok {
 		return out, nil
 	}
 	if !hasLetters(sourceText) {
@@ -120,7 +122,7 @@ func (s *Service) Translate(ctx context.Context, sourceText, targetLang string) 
 		return sourceText, nil
 	}
 	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
-	return s.translateSegments(ctx, pair, ModePlain, sourceText, []string{sourceText},
+	return s.translateSegments(ctx, pair, key, []string{sourceText},
 		func(out []string) (string, error) { return out[0], nil })
 }
 
@@ -165,8 +167,9 @@ func hasLetters(s string) bool {
 
 // translateSegments runs the provider chain for one request. segments are the pieces an engine
 // translates (one for plain text, one per paragraph or text node for HTML); assemble turns their
-// translations into the final output, which is what the cache stores under the whole input.
-func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, mode Mode, input string,
+// translations into the final output, which is what the cache stores under cacheKey (the
+// request's CacheKey).
+func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, cacheKey string,
 	segments []string, assemble func([]string) (string, error)) (string, error) {
 
 	// Only the words go to the engine: surrounding white space is put back afterwards (engines
@@ -227,7 +230,7 @@ func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, mode Mode
 		if err != nil {
 			return "", upstream("translation output could not be assembled", err)
 		}
-		s.store(ctx, CacheKey(input, pair.Target, mode), out)
+		s.store(ctx, cacheKey, out)
 		return out, nil
 	}
 	return "", upstream("every translation provider for "+pair.String()+" failed", errors.Join(errs...))

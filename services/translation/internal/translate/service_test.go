@@ -121,6 +121,9 @@ func (m *memCache) Set(_ context.Context, key, val string, ttl time.Duration) er
 	return nil
 }
 
+// customer is the tenant the tests translate for.
+const customer = int64(42)
+
 const english = "My order has not arrived yet, can you help me?"
 
 func TestValidation(t *testing.T) {
@@ -145,11 +148,11 @@ func TestValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, call := range []func(context.Context, string, string) (string, error){svc.Translate, svc.TranslateToHTML} {
-				_, err := call(context.Background(), tt.text, tt.target)
+			for _, call := range []func(context.Context, int64, string, string) (string, error){svc.Translate, svc.TranslateToHTML} {
+				_, err := call(context.Background(), customer, tt.text, tt.target)
 				var de *apperr.Error
-				if !errors.As(err, &de) || ErrorKind(err) != KindInvalid {
-					t.Fatalf("error = %v, want KindInvalid", err)
+				if !errors.As(err, &de) || !apperr.Is(err, apperr.Invalid) {
+					t.Fatalf("error = %v, want invalid", err)
 				}
 				if len(de.Fields) != len(tt.fields) {
 					t.Fatalf("fields = %+v, want %v", de.Fields, tt.fields)
@@ -168,7 +171,7 @@ func TestMaxLengthCountsCharactersNotBytes(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*")}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	text := strings.Repeat("é", MaxSourceChars) // 20,000 bytes
-	if _, err := svc.Translate(context.Background(), text, "de"); err != nil {
+	if _, err := svc.Translate(context.Background(), customer, text, "de"); err != nil {
 		t.Fatalf("a text of exactly %d characters was refused: %v", MaxSourceChars, err)
 	}
 }
@@ -177,13 +180,13 @@ func TestSameLanguageIsReturnedUnchanged(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*")}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	for _, target := range []string{"en", "eng", "EN"} {
-		got, err := svc.Translate(context.Background(), english, target)
+		got, err := svc.Translate(context.Background(), customer, english, target)
 		if err != nil || got != english {
 			t.Fatalf("Translate to %s = %q, %v; want the text unchanged", target, got, err)
 		}
 	}
 	for _, text := range []string{"12345", "!!!", "😀 👍"} {
-		got, err := svc.Translate(context.Background(), text, "es")
+		got, err := svc.Translate(context.Background(), customer, text, "es")
 		if err != nil || got != text {
 			t.Fatalf("Translate(%q) = %q, %v; want it unchanged", text, got, err)
 		}
@@ -200,7 +203,7 @@ func TestChain(t *testing.T) {
 		engines   []*fakeEngine
 		target    string
 		want      string
-		wantKind  Kind
+		wantKind  string
 		wantMsg   string
 		wantCalls []int
 	}{
@@ -252,7 +255,7 @@ func TestChain(t *testing.T) {
 				{name: "a", pairs: serves("en->es"), fail: upstream},
 				{name: "b", pairs: serves("*"), fail: upstream},
 			},
-			target: "es", wantKind: KindUpstream, wantMsg: "every translation provider for en->es failed", wantCalls: []int{1, 1},
+			target: "es", wantKind: kindUpstream, wantMsg: "every translation provider for en->es failed", wantCalls: []int{1, 1},
 		},
 		{
 			name: "nobody serves the pair",
@@ -260,7 +263,7 @@ func TestChain(t *testing.T) {
 				{name: "apertium", pairs: serves("en->es")},
 				{name: "libretranslate", pairs: serves("en->fr")},
 			},
-			target: "xho", wantKind: KindUnsupported, wantMsg: "no translation provider serves en->xh", wantCalls: []int{0, 0},
+			target: "xho", wantKind: kindUnsupported, wantMsg: "no translation provider serves en->xh", wantCalls: []int{0, 0},
 		},
 		{
 			name: "nobody could be asked",
@@ -268,7 +271,7 @@ func TestChain(t *testing.T) {
 				{name: "apertium", pairs: serves("en->fr")},
 				{name: "libretranslate", supportErr: errors.New("connection refused")},
 			},
-			target: "es", wantKind: KindUpstream, wantMsg: "unavailable", wantCalls: []int{0, 0},
+			target: "es", wantKind: kindUpstream, wantMsg: "unavailable", wantCalls: []int{0, 0},
 		},
 		{
 			name: "a provider that cannot tell does not stop the others",
@@ -286,10 +289,10 @@ func TestChain(t *testing.T) {
 				providers = append(providers, e)
 			}
 			svc := New(Config{Providers: providers})
-			got, err := svc.Translate(context.Background(), english, tt.target)
-			if tt.wantKind != 0 {
+			got, err := svc.Translate(context.Background(), customer, english, tt.target)
+			if tt.wantKind != "" {
 				var de *apperr.Error
-				if !errors.As(err, &de) || ErrorKind(err) != tt.wantKind || !strings.Contains(de.Message, tt.wantMsg) {
+				if !errors.As(err, &de) || errorKind(err) != tt.wantKind || !strings.Contains(de.Message, tt.wantMsg) {
 					t.Fatalf("error = %v, want %s mentioning %q", err, tt.wantKind, tt.wantMsg)
 				}
 			} else if err != nil || got != tt.want {
@@ -307,13 +310,13 @@ func TestChain(t *testing.T) {
 func TestUpstreamErrorKeepsCauseForLogs(t *testing.T) {
 	cause := errors.New("secret upstream detail")
 	svc := New(Config{Providers: []mt.Translator{&fakeEngine{name: "a", pairs: serves("*"), fail: cause}}})
-	_, err := svc.Translate(context.Background(), english, "es")
+	_, err := svc.Translate(context.Background(), customer, english, "es")
 	var de *apperr.Error
 	if !errors.As(err, &de) || !errors.Is(err, cause) || strings.Contains(de.Message, "secret") {
 		t.Fatalf("error = %v: want the cause wrapped but not in the client message %q", err, de.Message)
 	}
-	if ErrorKind(err) != KindUpstream {
-		t.Fatalf("ErrorKind = %v", ErrorKind(err))
+	if errorKind(err) != kindUpstream {
+		t.Fatalf("error kind = %v", errorKind(err))
 	}
 }
 
@@ -323,9 +326,9 @@ func TestCancelledRequestStopsTheChain(t *testing.T) {
 	svc := New(Config{Providers: []mt.Translator{a, b}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := svc.Translate(ctx, english, "es")
-	if !errors.Is(err, context.Canceled) || ErrorKind(err) != KindUpstream {
-		t.Fatalf("error = %v, want KindUpstream wrapping context.Canceled", err)
+	_, err := svc.Translate(ctx, customer, english, "es")
+	if !errors.Is(err, context.Canceled) || errorKind(err) != kindUpstream {
+		t.Fatalf("error = %v, want upstream wrapping context.Canceled", err)
 	}
 	if b.callCount() != 0 {
 		t.Fatal("the chain went on after the request was cancelled")
@@ -338,7 +341,7 @@ func TestPlainTextIsSentAsIs(t *testing.T) {
 	}}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	in := "  <b>Hello</b> world & <script>x</script>\n"
-	got, err := svc.Translate(context.Background(), in, "es")
+	got, err := svc.Translate(context.Background(), customer, in, "es")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,13 +357,13 @@ func TestSourceDetection(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*")}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	ctx := context.Background()
-	if _, err := svc.Translate(ctx, "Mi pedido aún no ha llegado, ¿me pueden ayudar?", "en"); err != nil {
+	if _, err := svc.Translate(ctx, customer, "Mi pedido aún no ha llegado, ¿me pueden ayudar?", "en"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Translate(ctx, "Hello", "de"); err != nil {
+	if _, err := svc.Translate(ctx, customer, "Hello", "de"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Translate(ctx, "Բարեւ, իմ պատվերը դեռ չի հասել", "en"); err != nil {
+	if _, err := svc.Translate(ctx, customer, "Բարեւ, իմ պատվերը դեռ չի հասել", "en"); err != nil {
 		t.Fatal(err)
 	}
 	want := []mt.Pair{
@@ -381,18 +384,18 @@ func TestCache(t *testing.T) {
 		e := &fakeEngine{name: "apertium", pairs: serves("en->es")}
 		c := newMemCache()
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: c, CacheTTL: time.Hour})
-		first, err := svc.Translate(ctx, english, "es")
+		first, err := svc.Translate(ctx, customer, english, "es")
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := svc.Translate(ctx, english, "spa")
+		second, err := svc.Translate(ctx, customer, english, "spa")
 		if err != nil || second != first {
 			t.Fatalf("second Translate = %q, %v; want the cached %q", second, err, first)
 		}
 		if e.callCount() != 1 {
 			t.Fatalf("engine called %d times, want 1", e.callCount())
 		}
-		key := CacheKey(english, "es", ModePlain)
+		key := CacheKey(customer, english, "es", ModePlain)
 		if c.data[key] != first || c.ttls[key] != time.Hour {
 			t.Fatalf("cache holds %q with TTL %v under the documented key", c.data[key], c.ttls[key])
 		}
@@ -400,8 +403,8 @@ func TestCache(t *testing.T) {
 	t.Run("plain and HTML results are cached apart", func(t *testing.T) {
 		e := &fakeEngine{name: "x", pairs: serves("*")}
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: newMemCache()})
-		plain, _ := svc.Translate(ctx, english, "es")
-		html, err := svc.TranslateToHTML(ctx, english, "es")
+		plain, _ := svc.Translate(ctx, customer, english, "es")
+		html, err := svc.TranslateToHTML(ctx, customer, english, "es")
 		if err != nil || html == plain || !strings.HasPrefix(html, "<p>") {
 			t.Fatalf("TranslateToHTML = %q, %v; want HTML, not the cached plain text %q", html, err, plain)
 		}
@@ -409,11 +412,35 @@ func TestCache(t *testing.T) {
 	t.Run("a cached answer is served before detection and provider choice", func(t *testing.T) {
 		a := &fakeEngine{name: "a", pairs: serves("*")}
 		c := newMemCache()
-		c.data[CacheKey(english, "es", ModePlain)] = "cached answer"
+		c.data[CacheKey(customer, english, "es", ModePlain)] = "cached answer"
 		svc := New(Config{Providers: []mt.Translator{a}, Cache: c})
-		got, err := svc.Translate(ctx, english, "spa")
+		got, err := svc.Translate(ctx, customer, english, "spa")
 		if err != nil || got != "cached answer" || a.callCount() != 0 || a.supportCalls() != 0 {
 			t.Fatalf("Translate = %q, %v with %d engine calls; want the cached value and no engine work", got, err, a.callCount())
+		}
+	})
+	t.Run("customers do not share entries", func(t *testing.T) {
+		// Otherwise a fast answer would tell one tenant that another translated the text.
+		e := &fakeEngine{name: "x", pairs: serves("*")}
+		c := newMemCache()
+		svc := New(Config{Providers: []mt.Translator{e}, Cache: c})
+		for _, call := range []func(context.Context, int64, string, string) (string, error){svc.Translate, svc.TranslateToHTML} {
+			before := e.callCount()
+			if _, err := call(ctx, 1, english, "es"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call(ctx, 2, english, "es"); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.callCount() - before; n != 2 {
+				t.Fatalf("engine ran %d times for two customers, want 2: the second was served the first's entry", n)
+			}
+			if _, err := call(ctx, 2, english, "es"); err != nil || e.callCount()-before != 2 {
+				t.Fatalf("customer 2's repeat was not served from its own entry (%d engine calls, %v)", e.callCount()-before, err)
+			}
+		}
+		if len(c.data) != 4 {
+			t.Fatalf("cache holds %d entries, want 4 (2 customers x plain/HTML)", len(c.data))
 		}
 	})
 	t.Run("broken cache does not fail translation", func(t *testing.T) {
@@ -421,28 +448,29 @@ func TestCache(t *testing.T) {
 		c := newMemCache()
 		c.failGet, c.failSet = errors.New("redis down"), errors.New("redis down")
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: c})
-		if got, err := svc.Translate(ctx, english, "es"); err != nil || got == "" {
+		if got, err := svc.Translate(ctx, customer, english, "es"); err != nil || got == "" {
 			t.Fatalf("Translate = %q, %v", got, err)
 		}
 	})
 }
 
 func TestCacheKey(t *testing.T) {
-	base := CacheKey("text", "es", ModePlain)
+	base := CacheKey(customer, "text", "es", ModePlain)
 	if len(base) != 64 {
 		t.Fatalf("key %q is not a hex SHA-256", base)
 	}
 	for name, other := range map[string]string{
-		"text":     CacheKey("text2", "es", ModePlain),
-		"target":   CacheKey("text", "ca", ModePlain),
-		"mode":     CacheKey("text", "es", ModeHTML),
-		"boundary": CacheKey("tex", "tes", ModePlain),
+		"text":     CacheKey(customer, "text2", "es", ModePlain),
+		"target":   CacheKey(customer, "text", "ca", ModePlain),
+		"mode":     CacheKey(customer, "text", "es", ModeHTML),
+		"boundary": CacheKey(customer, "tex", "tes", ModePlain),
+		"customer": CacheKey(customer+1, "text", "es", ModePlain),
 	} {
 		if other == base {
 			t.Errorf("changing the %s does not change the key", name)
 		}
 	}
-	if CacheKey("text", "es", ModePlain) != base {
+	if CacheKey(customer, "text", "es", ModePlain) != base {
 		t.Error("the key is not deterministic")
 	}
 }
@@ -466,4 +494,23 @@ func TestOrderProviders(t *testing.T) {
 			t.Errorf("OrderProviders(%q) accepted", bad)
 		}
 	}
+}
+
+// The three ways a translation fails, as the HTTP layer tells them apart.
+const (
+	kindInvalid     = "invalid"     // 400 naming the field
+	kindUnsupported = "unsupported" // 400 naming the pair
+	kindUpstream    = "upstream"    // 500, no detail leaked
+)
+
+func errorKind(err error) string {
+	switch {
+	case apperr.Is(err, apperr.Invalid) && errors.Is(err, mt.ErrUnsupportedPair):
+		return kindUnsupported
+	case apperr.Is(err, apperr.Invalid):
+		return kindInvalid
+	case apperr.Is(err, apperr.Internal), apperr.Is(err, apperr.Unavailable):
+		return kindUpstream
+	}
+	return "none"
 }

@@ -13,6 +13,9 @@ import (
 	"supportplatform.dev/services/translation/internal/translate"
 )
 
+// customer is the tenant the tests translate for.
+const customer = int64(42)
+
 var _ translate.Cache = (*Cache)(nil)
 
 // newTestCache connects to the real Redis (REDIS_ADDR, default 127.0.0.1:6379) with a prefix of
@@ -44,7 +47,7 @@ func newTestCache(t *testing.T) (*Cache, *redis.Client, string) {
 func TestSetGet(t *testing.T) {
 	c, rdb, prefix := newTestCache(t)
 	ctx := context.Background()
-	key := translate.CacheKey("Hello", "es", translate.ModePlain)
+	key := translate.CacheKey(customer, "Hello", "es", translate.ModePlain)
 
 	if _, ok, err := c.Get(ctx, key); ok || err != nil {
 		t.Fatalf("Get before Set = %v, %v; want a miss", ok, err)

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -30,7 +31,16 @@ type Config struct {
 	// CloseConnection ends the connection after the answer: right for a
 	// refused plain-HTTP request whose body is not read, wrong for a 404.
 	CloseConnection bool `json:"closeConnection,omitempty"`
+	// DrainBytes bounds how much of the request body is read and discarded
+	// before the answer. Most clients send the whole body before they read;
+	// answering a body left unread would end in a reset connection and the
+	// client would see no answer at all. A longer body closes the connection
+	// after the answer. Same bound as the services (httpserver.DrainBytes).
+	DrainBytes int64 `json:"drainBytes,omitempty"`
 }
+
+// DefaultDrainBytes is the DrainBytes used when none is configured.
+const DefaultDrainBytes = 4 << 20
 
 // CreateConfig returns the defaults Traefik decodes the options onto.
 func CreateConfig() *Config {
@@ -40,6 +50,7 @@ func CreateConfig() *Config {
 		Type:            "https://supportplatform.dev/problems/https-required",
 		Title:           "HTTPS required",
 		Detail:          "This API is served over HTTPS only.",
+		DrainBytes:      DefaultDrainBytes,
 	}
 }
 
@@ -52,6 +63,9 @@ type responder struct {
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
 	if config.Status < 400 || config.Status > 599 {
 		return nil, fmt.Errorf("staticproblem %s: status %d is not an error status", name, config.Status)
+	}
+	if config.DrainBytes < 0 {
+		return nil, fmt.Errorf("staticproblem %s: drainBytes %d is negative", name, config.DrainBytes)
 	}
 	return &responder{name: name, config: *config}, nil
 }
@@ -77,13 +91,29 @@ func (r *responder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Request-Id", requestID)
-	if r.config.CloseConnection {
-		// The body of the request is not read; closing keeps a client from
-		// reusing a connection on which it is still sending.
+	if !r.drain(req) || r.config.CloseConnection {
 		h.Set("Connection", "close")
 	}
 	w.WriteHeader(r.config.Status)
 	_, _ = w.Write(body)
+}
+
+// drain reads and discards the request body, at most DrainBytes, and reports
+// whether all of it was read (the connection can then serve another request).
+// A client that sent "Expect: 100-continue" waits for the answer before
+// sending its body: it is not asked for it.
+func (r *responder) drain(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return true
+	}
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		return false
+	}
+	if req.ContentLength > r.config.DrainBytes {
+		return false
+	}
+	n, err := io.CopyN(io.Discard, req.Body, r.config.DrainBytes+1)
+	return n <= r.config.DrainBytes && (err == nil || err == io.EOF)
 }
 
 // validRequestID accepts the ids a client may choose: short, printable,

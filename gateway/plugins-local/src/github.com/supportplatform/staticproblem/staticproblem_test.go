@@ -1,12 +1,17 @@
 package staticproblem
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRefusesWithoutCallingNext(t *testing.T) {
@@ -88,5 +93,79 @@ func TestConfiguredNotFound(t *testing.T) {
 	cfg.Status = 200
 	if _, err := New(context.Background(), nil, cfg, "bad"); err == nil {
 		t.Fatal("a non-error status must be refused")
+	}
+}
+
+// A client that writes its whole body before reading (most do) must get the
+// answer: the body is read first, up to DrainBytes.
+func TestDrainsBodyBeforeAnswering(t *testing.T) {
+	cfg := CreateConfig()
+	cfg.Status, cfg.Title, cfg.CloseConnection = 404, "Not Found", false
+	cfg.DrainBytes = 2 << 20
+	h, err := New(context.Background(), nil, cfg, "nf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := strings.Repeat("x", 3<<19) // 1.5 MiB: beyond net/http's own 256 KiB discard
+	tests := []struct {
+		name    string
+		chunked bool
+	}{
+		{"content-length", false},
+		{"chunked", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := 0; i < 8; i++ {
+				conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+				var req bytes.Buffer
+				req.WriteString("POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+				if tc.chunked {
+					fmt.Fprintf(&req, "Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+				} else {
+					fmt.Fprintf(&req, "Content-Length: %d\r\n\r\n%s", len(body), body)
+				}
+				if _, err := conn.Write(req.Bytes()); err != nil {
+					t.Fatalf("try %d: write: %v", i, err)
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				conn.Close()
+				if err != nil {
+					t.Fatalf("try %d: no answer: %v", i, err)
+				}
+				if resp.StatusCode != 404 || resp.Close || resp.Header.Get("Content-Type") != "application/problem+json" {
+					t.Fatalf("try %d: %d close=%v %v", i, resp.StatusCode, resp.Close, resp.Header)
+				}
+			}
+		})
+	}
+}
+
+func TestClosesAfterBodyOverDrainBound(t *testing.T) {
+	cfg := CreateConfig()
+	cfg.Status, cfg.Title, cfg.CloseConnection = 404, "Not Found", false
+	cfg.DrainBytes = 1024
+	h, err := New(context.Background(), nil, cfg, "nf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int64{1025, -1} {
+		req := httptest.NewRequest(http.MethodPost, "/nowhere", strings.NewReader(strings.Repeat("x", 4096)))
+		req.ContentLength = size
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 404 || rec.Header().Get("Connection") != "close" {
+			t.Fatalf("length %d: %d %v", size, rec.Code, rec.Header())
+		}
+	}
+	cfg.DrainBytes = -1
+	if _, err := New(context.Background(), nil, cfg, "bad"); err == nil {
+		t.Fatal("a negative drainBytes must be refused")
 	}
 }

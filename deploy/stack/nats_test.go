@@ -1,0 +1,161 @@
+package stack
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"supportplatform.dev/pkg/contracts"
+)
+
+// Every service the stack starts has NATS permissions, and every service
+// with permissions is one the stack can start.
+func TestEveryServiceHasNATSPermissions(t *testing.T) {
+	var stackNames, natsNames []string
+	for _, s := range Services {
+		stackNames = append(stackNames, s.Name)
+	}
+	for _, s := range contracts.Services {
+		natsNames = append(natsNames, s.Name)
+	}
+	slices.Sort(stackNames)
+	slices.Sort(natsNames)
+	if !slices.Equal(stackNames, natsNames) {
+		t.Fatalf("stack services %v, NATS users %v", stackNames, natsNames)
+	}
+}
+
+// natsSession speaks the NATS text protocol: enough to log in and publish
+// without a client library in this module.
+type natsSession struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialNATS(t *testing.T, rawURL string) (*natsSession, string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	s := &natsSession{conn: conn, r: bufio.NewReader(conn)}
+	if info := s.line(t); !strings.HasPrefix(info, "INFO ") || !strings.Contains(info, `"jetstream":true`) {
+		t.Fatalf("greeting %q", info)
+	}
+	pw, _ := u.User.Password()
+	connect, _ := json.Marshal(map[string]any{"user": u.User.Username(), "pass": pw, "verbose": false, "pedantic": false})
+	return s, s.send(t, "CONNECT "+string(connect)+"\r\n")
+}
+
+func (s *natsSession) line(t *testing.T) string {
+	t.Helper()
+	l, err := s.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return strings.TrimSpace(l)
+}
+
+// send writes cmd followed by PING and returns the first answer: PONG when
+// the server accepted cmd, its -ERR otherwise.
+func (s *natsSession) send(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := fmt.Fprint(s.conn, cmd+"PING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return s.line(t)
+}
+
+func TestStackNATSUsers(t *testing.T) {
+	names := contracts.Names{Prefix: "tn" + randomHex(3)}
+	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
+	if err := s.startNATS(t.Context(), names); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = s.natsProc.stop(10 * time.Second)
+		}
+	}()
+
+	topicsEvent := names.Subject(contracts.EventSubject(contracts.EventTopicDeleted))
+	authRPC := names.Subject(contracts.RPCCustomerExists)
+	pub := func(subject string) string { return "PUB " + subject + " 2\r\nhi\r\n" }
+	cases := []struct {
+		name, user, cmd, want string
+	}{
+		{"topics publishes its event", "topics", pub(topicsEvent), "PONG"},
+		{"auth publishes topics' event", "auth", pub(topicsEvent), "-ERR 'Permissions Violation for Publish"},
+		{"topics calls auth's RPC", "topics", pub(authRPC), "-ERR 'Permissions Violation for Publish"},
+		{"translation calls auth's RPC", "translation", pub(authRPC), "PONG"},
+		{"topics serves auth's RPC", "topics", "SUB " + authRPC + " q 1\r\n", "-ERR 'Permissions Violation for Subscription"},
+		{"auth serves its RPC", "auth", "SUB " + authRPC + " q 1\r\n", "PONG"},
+		{"harness watches every event", contracts.HarnessUser, "SUB " + names.Subject(contracts.EventsSubjects) + " 1\r\n", "PONG"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sess, login := dialNATS(t, s.natsURL(c.user))
+			if login != "PONG" {
+				t.Fatalf("login as %s: %s", c.user, login)
+			}
+			if got := sess.send(t, c.cmd); !strings.HasPrefix(got, c.want) {
+				t.Fatalf("%q: %s, want %s", c.cmd, got, c.want)
+			}
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		u, _ := url.Parse(s.natsURL("auth"))
+		u.User = url.UserPassword("auth", "wrong")
+		if _, login := dialNATS(t, u.String()); !strings.HasPrefix(login, "-ERR 'Authorization Violation'") {
+			t.Fatalf("login with a wrong password: %s", login)
+		}
+	})
+
+	if err := s.natsProc.stop(10 * time.Second); err != nil {
+		t.Errorf("nats did not stop cleanly: %v", err)
+	}
+	stopped = true
+	if _, err := net.DialTimeout("tcp", s.natsAddr, time.Second); err == nil {
+		t.Error("nats still answers after stop")
+	}
+}
+
+// The compose deployment's configuration, with passwords from the
+// environment, is one the real nats-server accepts.
+func TestComposeNATSConfigIsValid(t *testing.T) {
+	files, err := GenerateComposeFiles(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(path, files[ComposeNATSConfig], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(NATSServerBin, "-t", "-c", path)
+	for _, s := range contracts.Services {
+		cmd.Env = append(cmd.Env, ComposeNATSPasswordEnv(s.Name)+"=pw")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nats-server -t: %v\n%s", err, out)
+	}
+	cmd = exec.Command(NATSServerBin, "-t", "-c", path)
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("nats-server accepted the configuration without the password variables:\n%s", out)
+	}
+}

@@ -1,0 +1,91 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"supportplatform.dev/pkg/contracts"
+)
+
+// NATSUser is one user of a NATS server configuration.
+type NATSUser struct {
+	Name string
+	// Password is the literal password; PasswordEnv, when set, names the
+	// environment variable the server reads it from instead (compose).
+	Password    string
+	PasswordEnv string
+	Permissions contracts.Permissions
+}
+
+// NATSConfig is what RenderNATSConfig writes.
+type NATSConfig struct {
+	Listen   string // host:port
+	HTTPPort int    // monitoring port; 0: none
+	StoreDir string // JetStream storage
+	Users    []NATSUser
+}
+
+// ServiceNATSUsers returns one user per service of contracts.Services, with
+// the permissions the table gives it under names' prefix; password gives
+// each user's password (literal, or the name of an environment variable when
+// env is set).
+func ServiceNATSUsers(names contracts.Names, env bool, password func(user string) string) []NATSUser {
+	var users []NATSUser
+	for _, s := range contracts.Services {
+		u := NATSUser{Name: s.Name, Permissions: names.Permissions(s)}
+		if env {
+			u.PasswordEnv = password(s.Name)
+		} else {
+			u.Password = password(s.Name)
+		}
+		users = append(users, u)
+	}
+	return users
+}
+
+// RenderNATSConfig renders a nats-server configuration file: JetStream on,
+// and only the given users, each limited to its subjects.
+func RenderNATSConfig(c NATSConfig) []byte {
+	var b bytes.Buffer
+	q := func(s string) string {
+		// Quoted strings are taken literally: "$JS.API.INFO" is a subject,
+		// not a variable reference. The parser knows no \u escapes: ">"
+		// must stay as it is.
+		var out bytes.Buffer
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		return strings.TrimSpace(out.String())
+	}
+	list := func(ss []string) string {
+		qs := make([]string, len(ss))
+		for i, s := range ss {
+			qs[i] = q(s)
+		}
+		return "[" + strings.Join(qs, ", ") + "]"
+	}
+	fmt.Fprintf(&b, "# Generated from the table in pkg/contracts (permissions.go); do not edit.\n")
+	fmt.Fprintf(&b, "listen: %s\n", q(c.Listen))
+	if c.HTTPPort != 0 {
+		fmt.Fprintf(&b, "http_port: %d\n", c.HTTPPort)
+	}
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n}\n", q(c.StoreDir))
+	fmt.Fprintf(&b, "authorization {\n  users: [\n")
+	for _, u := range c.Users {
+		pw := q(u.Password)
+		if u.PasswordEnv != "" {
+			pw = "$" + u.PasswordEnv // read from the environment
+		}
+		fmt.Fprintf(&b, "    {\n      user: %s\n      password: %s\n      permissions: {\n", q(u.Name), pw)
+		fmt.Fprintf(&b, "        publish: { allow: %s }\n", list(u.Permissions.Publish))
+		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", list(u.Permissions.Subscribe))
+		if u.Permissions.AllowResponses {
+			fmt.Fprintf(&b, "        allow_responses: true\n")
+		}
+		fmt.Fprintf(&b, "      }\n    }\n")
+	}
+	fmt.Fprintf(&b, "  ]\n}\n")
+	return b.Bytes()
+}

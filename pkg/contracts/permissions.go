@@ -1,0 +1,126 @@
+package contracts
+
+import "slices"
+
+// Service says what one service does on NATS. Services is the one table of
+// it: each service's NATS user and subject permissions (local stack, compose,
+// tests) derive from it, so a new RPC or event is one line here, and a
+// service can do nothing on the bus that the table does not say.
+type Service struct {
+	// Name is the service (binary) name, also its NATS user name.
+	Name string
+	// Serves are the RPC subjects it answers (base names, RPC* constants).
+	Serves []string
+	// Calls are the RPC subjects it requests.
+	Calls []string
+	// Publishes are the event types it publishes on StreamEvents.
+	Publishes []string
+	// Streams are the streams it declares (create, update, info).
+	Streams []string
+	// Consumes are the streams it reads with its own durable consumers.
+	Consumes []string
+}
+
+// Services is the table of every service that connects to NATS.
+//
+// Every service declares StreamEvents at start (pkg/boot), translation too,
+// although it publishes nothing; drop it from Streams once only publishers
+// declare the stream.
+var Services = []Service{
+	{
+		Name:      "auth",
+		Serves:    []string{RPCCustomerExists},
+		Publishes: []string{EventPasswordResetRequested, EventPasswordChanged},
+		Streams:   []string{StreamEvents},
+	},
+	{
+		Name:   "topics",
+		Serves: []string{RPCTopicNames, RPCTopicsAll, RPCTopicDocuments, RPCTopicActions},
+		Publishes: []string{EventTopicCreated, EventTopicUpdated, EventTopicDeleted,
+			EventTopicActionChanged, EventTopicDocumentChanged, EventPageMappingChanged},
+		Streams: []string{StreamEvents},
+	},
+	{
+		Name:    "translation",
+		Calls:   []string{RPCCustomerExists},
+		Streams: []string{StreamEvents},
+	},
+}
+
+// LookupService returns the table entry named name.
+func LookupService(name string) (Service, bool) {
+	i := slices.IndexFunc(Services, func(s Service) bool { return s.Name == name })
+	if i < 0 {
+		return Service{}, false
+	}
+	return Services[i], true
+}
+
+// HarnessUser is the NATS user of test harnesses and operators' tools: it
+// may observe and call everything under the deployment's prefix. No service
+// runs as it.
+const HarnessUser = "harness"
+
+// Permissions are one NATS user's allowed subjects; everything else is
+// denied. AllowResponses lets a responder publish one reply to the reply
+// subject of each request it received, and nothing else there.
+type Permissions struct {
+	Publish        []string
+	Subscribe      []string
+	AllowResponses bool
+}
+
+// InboxPrefix is where replies to a client's requests (core requests and
+// JetStream API answers) come back: one prefix per client name, so that a
+// service may subscribe to its own replies and not to those meant for
+// another (natsbus.Connect sets it from the client name).
+func InboxPrefix(client string) string { return "_INBOX_" + client }
+
+// jsAPI is JetStream's API prefix; it is not isolated by Names.Prefix.
+const jsAPI = "$JS.API."
+
+// Permissions derives s's NATS permissions under n's prefix: publish its
+// events and the RPCs it calls, subscribe to the RPCs it serves, reply to
+// requests, and use JetStream's API for its own streams and consumers only.
+func (n Names) Permissions(s Service) Permissions {
+	p := Permissions{
+		Publish:        []string{jsAPI + "INFO"},
+		Subscribe:      []string{InboxPrefix(s.Name) + ".>"},
+		AllowResponses: len(s.Serves) > 0,
+	}
+	for _, ev := range s.Publishes {
+		p.Publish = append(p.Publish, n.Subject(EventSubject(ev)))
+	}
+	for _, rpc := range s.Calls {
+		p.Publish = append(p.Publish, n.Subject(rpc))
+	}
+	for _, rpc := range s.Serves {
+		p.Subscribe = append(p.Subscribe, n.Subject(rpc))
+	}
+	for _, st := range s.Streams {
+		name := n.Stream(st)
+		for _, op := range []string{"CREATE", "UPDATE", "INFO"} {
+			p.Publish = append(p.Publish, jsAPI+"STREAM."+op+"."+name)
+		}
+	}
+	for _, st := range s.Consumes {
+		name := n.Stream(st)
+		for _, op := range []string{"CREATE", "INFO", "MSG.NEXT"} {
+			p.Publish = append(p.Publish, jsAPI+"CONSUMER."+op+"."+name+".>")
+		}
+		p.Publish = append(p.Publish, "$JS.ACK."+name+".>")
+	}
+	return p
+}
+
+// HarnessPermissions are the harness user's: publish everything under the
+// prefix (every prefix when it is empty) and to JetStream's whole API, and
+// subscribe to anything (it observes events and gets replies in the inboxes
+// of clients of any name).
+func (n Names) HarnessPermissions() Permissions {
+	return Permissions{
+		Publish:        []string{n.Subject(">"), "$JS.API.>", "$JS.ACK.>"},
+		Subscribe:      []string{">"},
+		AllowResponses: true,
+	}
+}

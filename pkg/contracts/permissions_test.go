@@ -1,0 +1,238 @@
+package contracts_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/natstest"
+)
+
+func connect(t *testing.T, url, name string, names contracts.Names) *natsbus.Bus {
+	t.Helper()
+	b, err := natsbus.Connect(url, name, names, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", name, err)
+	}
+	t.Cleanup(func() { b.NC.Close() })
+	return b
+}
+
+// permissionError waits for the server's asynchronous permissions violation
+// on b's connection that names subject.
+func permissionError(t *testing.T, b *natsbus.Bus, subject string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := b.NC.LastError(); err != nil && errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), subject) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no permissions violation for %s (last error: %v)", subject, b.NC.LastError())
+}
+
+// The RPC servers trust the customerID of a request because only the
+// services the table lets call an RPC can send one.
+func TestOnlyCallersMayRequestAnRPC(t *testing.T) {
+	names := contracts.Names{Prefix: "perm"}
+	urls := natstest.StartWithUsers(t, names)
+	auth := connect(t, urls["auth"], "auth", names)
+	var seen atomic.Int32
+	if _, err := natsbus.Serve(auth, contracts.RPCCustomerExists, contracts.QueueAuth,
+		func(_ context.Context, req contracts.CustomerExistsRequest) (contracts.CustomerExistsReply, error) {
+			seen.Add(1)
+			return contracts.CustomerExistsReply{Exists: req.CustomerID == 7}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	topics := connect(t, urls["topics"], "topics", names)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := natsbus.Request[contracts.CustomerExistsRequest, contracts.CustomerExistsReply](ctx, topics,
+		contracts.RPCCustomerExists, contracts.CustomerExistsRequest{CustomerID: 7})
+	if !apperr.Is(err, apperr.Unavailable) {
+		t.Fatalf("topics asked auth: %v, want no answer", err)
+	}
+	permissionError(t, topics, names.Subject(contracts.RPCCustomerExists))
+
+	translation := connect(t, urls["translation"], "translation", names)
+	reply, err := natsbus.Request[contracts.CustomerExistsRequest, contracts.CustomerExistsReply](context.Background(), translation,
+		contracts.RPCCustomerExists, contracts.CustomerExistsRequest{CustomerID: 7})
+	if err != nil || !reply.Exists {
+		t.Fatalf("translation asked auth: %+v, %v", reply, err)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Fatalf("the auth handler saw %d requests, want only translation's", n)
+	}
+
+	// Nor may another service answer in auth's place.
+	if _, err := topics.NC.QueueSubscribe(names.Subject(contracts.RPCCustomerExists), contracts.QueueAuth, func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	permissionError(t, topics, names.Subject(contracts.RPCCustomerExists))
+}
+
+// Each service user can do what its service does: declare its streams,
+// publish its events, serve its RPCs and call the ones it calls; and not
+// publish another service's events or delete a stream.
+func TestEachServiceCanDoItsWork(t *testing.T) {
+	names := contracts.Names{Prefix: "work"}
+	urls := natstest.StartWithUsers(t, names)
+	ctx := context.Background()
+	harness := connect(t, urls[contracts.HarnessUser], contracts.HarnessUser, names)
+	events := make(chan *nats.Msg, 64)
+	if _, err := harness.NC.ChanSubscribe(names.Subject(contracts.EventsSubjects), events); err != nil {
+		t.Fatal(err)
+	}
+	buses := map[string]*natsbus.Bus{}
+	type anyMsg = map[string]any
+	for _, s := range contracts.Services {
+		b := connect(t, urls[s.Name], s.Name, names)
+		buses[s.Name] = b
+		if slices.Contains(s.Streams, contracts.StreamEvents) {
+			// Twice: the second start updates the stream.
+			for range 2 {
+				if err := b.EnsureEventsStream(ctx); err != nil {
+					t.Fatalf("%s: %v", s.Name, err)
+				}
+			}
+		}
+		if err := b.Check(ctx); err != nil {
+			t.Fatalf("%s readiness: %v", s.Name, err)
+		}
+		for _, rpc := range s.Serves {
+			if _, err := natsbus.Serve(b, rpc, s.Name, func(context.Context, anyMsg) (anyMsg, error) {
+				return anyMsg{"servedBy": s.Name}, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.NC.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range contracts.Services {
+		b := buses[s.Name]
+		for _, ev := range s.Publishes {
+			if err := natsbus.PublishEvent(ctx, b, ev, 1, anyMsg{}); err != nil {
+				t.Errorf("%s publishes %s: %v", s.Name, ev, err)
+				continue
+			}
+			select {
+			case m := <-events:
+				if m.Subject != names.Subject(contracts.EventSubject(ev)) {
+					t.Errorf("event on %s, want %s", m.Subject, ev)
+				}
+			case <-time.After(3 * time.Second):
+				t.Errorf("%s's %s never arrived", s.Name, ev)
+			}
+		}
+		for _, rpc := range s.Serves {
+			// The harness stands in for future callers of RPCs nobody calls yet.
+			if _, err := natsbus.Request[anyMsg, anyMsg](ctx, harness, rpc, anyMsg{}); err != nil {
+				t.Errorf("%s serves %s: %v", s.Name, rpc, err)
+			}
+		}
+		for _, rpc := range s.Calls {
+			if _, err := natsbus.Request[anyMsg, anyMsg](ctx, b, rpc, anyMsg{}); err != nil {
+				t.Errorf("%s calls %s: %v", s.Name, rpc, err)
+			}
+		}
+	}
+
+	translation := buses["translation"]
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := natsbus.PublishEvent(short, translation, contracts.EventTopicDeleted, 1, anyMsg{}); err == nil {
+		t.Error("translation published topics' event")
+	}
+	permissionError(t, translation, names.Subject(contracts.EventSubject(contracts.EventTopicDeleted)))
+	auth := buses["auth"]
+	short2, cancel2 := context.WithTimeout(ctx, time.Second)
+	defer cancel2()
+	if err := auth.JS.DeleteStream(short2, names.Stream(contracts.StreamEvents)); err == nil {
+		t.Error("auth deleted the EVENTS stream")
+	}
+	permissionError(t, auth, "$JS.API.STREAM.DELETE."+names.Stream(contracts.StreamEvents))
+}
+
+// A service without credentials, or with another's password, gets nowhere.
+func TestUnknownUsersAreRefused(t *testing.T) {
+	urls := natstest.StartWithUsers(t, contracts.Names{Prefix: "anon"})
+	u := urls["auth"]
+	at := strings.LastIndex(u, "@")
+	if _, err := nats.Connect("nats://" + u[at+1:]); err == nil {
+		t.Error("anonymous connection accepted")
+	}
+	if _, err := nats.Connect("nats://auth:wrong@" + u[at+1:]); err == nil {
+		t.Error("wrong password accepted")
+	}
+}
+
+// Every RPC someone calls is served by exactly one service, and the table's
+// names are unique.
+func TestTableIsConsistent(t *testing.T) {
+	servedBy := map[string]string{}
+	seen := map[string]bool{contracts.HarnessUser: true}
+	for _, s := range contracts.Services {
+		if seen[s.Name] {
+			t.Errorf("service %s listed twice (or named like the harness)", s.Name)
+		}
+		seen[s.Name] = true
+		for _, rpc := range s.Serves {
+			if other, ok := servedBy[rpc]; ok {
+				t.Errorf("%s served by %s and %s", rpc, other, s.Name)
+			}
+			servedBy[rpc] = s.Name
+		}
+	}
+	for _, s := range contracts.Services {
+		for _, rpc := range s.Calls {
+			if _, ok := servedBy[rpc]; !ok {
+				t.Errorf("%s calls %s, which no service serves", s.Name, rpc)
+			}
+		}
+	}
+}
+
+// A service gets its replies under its own inbox prefix and may not listen
+// to another's: topics cannot read the answers auth sends translation.
+func TestServicesCannotReadEachOthersReplies(t *testing.T) {
+	names := contracts.Names{Prefix: "inbox"}
+	urls := natstest.StartWithUsers(t, names)
+	topics := connect(t, urls["topics"], "topics", names)
+	spy := contracts.InboxPrefix("translation") + ".>"
+	if _, err := topics.NC.SubscribeSync(spy); err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	permissionError(t, topics, spy)
+	own, err := topics.NC.SubscribeSync(contracts.InboxPrefix("topics") + ".x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.NC.Flush(); err != nil || !own.IsValid() {
+		t.Fatalf("own inbox: %v", err)
+	}
+	if err := topics.NC.LastError(); err != nil && strings.Contains(err.Error(), contracts.InboxPrefix("topics")) {
+		t.Fatalf("own inbox refused: %v", err)
+	}
+}
