@@ -58,9 +58,12 @@ func TestOnlyCallersReachAuthRPC(t *testing.T) {
 	body, _ := json.Marshal(contracts.CustomerExistsRequest{CustomerID: tn.customerID})
 
 	violations := make(chan error, 4)
-	topics, err := nats.Connect(envOf(t, "topics", "NATS_URL"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		violations <- err
-	}))
+	// Each user gets its replies under its own inbox prefix (as
+	// natsbus.Connect sets it); the default _INBOX. is not allowed.
+	topics, err := nats.Connect(envOf(t, "topics", "NATS_URL"), nats.CustomInboxPrefix(contracts.InboxPrefix("topics")),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			violations <- err
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func TestOnlyCallersReachAuthRPC(t *testing.T) {
 		t.Fatal("no permissions violation reported to topics")
 	}
 
-	translation, err := nats.Connect(envOf(t, "translation", "NATS_URL"))
+	translation, err := nats.Connect(envOf(t, "translation", "NATS_URL"), nats.CustomInboxPrefix(contracts.InboxPrefix("translation")))
 	if err != nil {
 		t.Fatal(err)
 	}

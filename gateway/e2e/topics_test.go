@@ -1496,9 +1496,8 @@ func TestTopicsConcurrentDuplicates(t *testing.T) {
 	}
 }
 
-// KNOWN BUG (reported): two bulk requests that map overlapping pairs in
-// different orders deadlock in PostgreSQL; one of them gets a 500 instead of
-// a 409 (or success).
+// Two bulk requests that map overlapping pairs in different orders must not
+// deadlock into a 500: the store orders its inserts, and a lost race is a 409.
 func TestTopicActionsBulkConcurrentOverlap(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
@@ -1530,8 +1529,6 @@ func TestTopicActionsBulkConcurrentOverlap(t *testing.T) {
 	}
 }
 
-// KNOWN BUG (reported): invalid UTF-8 in a JSON body is not refused; the
-// bytes are silently replaced with U+FFFD and stored.
 // Invalid UTF-8 is refused, not stored as U+FFFD; so is a query string that
 // does not decode (Go would silently drop the pair).
 func TestTopicsInvalidUTF8AndMalformedQuery(t *testing.T) {
