@@ -108,11 +108,22 @@ func (v *Validation) Merge(prefix string, other *Validation) {
 func (v *Validation) Empty() bool { return len(v.fields) == 0 }
 
 // Err returns nil when nothing was recorded, else an Invalid error.
-func (v *Validation) Err() error {
+func (v *Validation) Err() error { return v.ErrWith("the request has invalid fields") }
+
+// ErrWith is Err with its own detail message.
+func (v *Validation) ErrWith(message string) error {
 	if len(v.fields) == 0 {
 		return nil
 	}
-	return &Error{Code: Invalid, Message: "the request has invalid fields", Fields: v.fields}
+	return &Error{Code: Invalid, Message: message, Fields: v.fields}
+}
+
+// Field is the Invalid error of one field with its own detail message: the
+// one-field case of Validation.
+func Field(field, problem, message string) *Error {
+	var v Validation
+	v.Add(field, problem)
+	return v.ErrWith(message).(*Error)
 }
 
 // CodeOf returns the code of the first *Error in err's chain, or Internal.

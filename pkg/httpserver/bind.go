@@ -76,8 +76,8 @@ func jsonError(err error) error {
 		if field == "" {
 			return apperr.E(apperr.Invalid, "the request body must be a JSON %s", jsonKind(typ.Type.Kind().String()))
 		}
-		return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields",
-			Fields: map[string]string{field: fmt.Sprintf("must be a %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)}}
+		return apperr.Field(field, fmt.Sprintf("must be a %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value),
+			"the request has invalid fields")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.E(apperr.Invalid, "malformed JSON: unexpected end of input")
 	default:
@@ -119,8 +119,8 @@ func requireJSON(r *http.Request) error {
 func PathID(c *gin.Context) (int64, error) {
 	id, ok := paging.ParseInt(c.Param("id"))
 	if !ok || id <= 0 {
-		return 0, &apperr.Error{Code: apperr.Invalid, Message: "the id in the path must be a positive integer",
-			Fields: map[string]string{"id": "must be a positive integer without sign or leading zeros"}}
+		return 0, apperr.Field("id", "must be a positive integer without sign or leading zeros",
+			"the id in the path must be a positive integer")
 	}
 	return id, nil
 }

@@ -98,8 +98,9 @@ func refuseNUL(body []byte) error {
 			afterValue()
 		}
 	}
-	if len(fields) == 0 {
-		return nil
+	var v apperr.Validation
+	for f, problem := range fields {
+		v.Add(f, problem)
 	}
-	return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields", Fields: fields}
+	return v.Err()
 }

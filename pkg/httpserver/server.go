@@ -197,8 +197,8 @@ func (s *Server) queryCheck(c *gin.Context) {
 	for k, vs := range vals {
 		for _, v := range append(vs, k) {
 			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-				WriteError(c, s.log, &apperr.Error{Code: apperr.Invalid, Message: "the query string is not valid UTF-8 text",
-					Fields: map[string]string{strings.ToValidUTF8(k, "?"): "must be valid UTF-8 text without NUL"}})
+				WriteError(c, s.log, apperr.Field(strings.ToValidUTF8(k, "?"), "must be valid UTF-8 text without NUL",
+					"the query string is not valid UTF-8 text"))
 				return
 			}
 		}

@@ -17,14 +17,14 @@ func invalid(fields ...FieldError) *apperr.Error {
 	for _, f := range fields {
 		v.Add(f.Field, f.Msg)
 	}
-	e := v.Err().(*apperr.Error)
-	e.Message = "the request is invalid"
-	return e
+	return v.ErrWith("the request is invalid").(*apperr.Error)
 }
 
 func unsupported(pair mt.Pair) *apperr.Error {
 	msg := "no translation provider serves " + pair.String()
-	return &apperr.Error{Code: apperr.Invalid, Message: msg, Fields: map[string]string{"targetLang": msg}, Err: mt.ErrUnsupportedPair}
+	e := apperr.Field("targetLang", msg, msg)
+	e.Err = mt.ErrUnsupportedPair
+	return e
 }
 
 func upstream(msg string, err error) *apperr.Error {
