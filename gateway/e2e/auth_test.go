@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,8 +140,9 @@ func TestAuthLoginMeLogout(t *testing.T) {
 	if p := resp.Problem(t); resp.Status != http.StatusUnauthorized || !strings.Contains(p.Detail, "revoked") {
 		t.Fatalf("revoked token: %d %+v", resp.Status, p)
 	}
-	if resp := c.Do(http.MethodPost, "/api/Auth/logout", tok.AccessToken, nil); resp.Status != http.StatusUnauthorized {
-		t.Fatalf("second logout: %d", resp.Status)
+	resp = c.Do(http.MethodPost, "/api/Auth/logout", tok.AccessToken, nil)
+	if p := resp.Problem(t); resp.Status != http.StatusUnauthorized || p.Status != http.StatusUnauthorized || !strings.Contains(p.Detail, "revoked") {
+		t.Fatalf("second logout: %d %+v", resp.Status, p)
 	}
 	if resp := c.Do(http.MethodGet, "/api/Customers/me", other, nil); resp.Status != http.StatusOK {
 		t.Fatalf("the other session must survive: %d", resp.Status)
@@ -224,15 +226,18 @@ func TestAuthLoginFailuresAndThrottling(t *testing.T) {
 	// A successful login resets the counter of the address.
 	c.Login(demo.Email, demo.Password)
 
+	// Parallel guesses for one address: each is counted before the password
+	// is checked, so exactly the limit (5) get an answer about the password.
 	victim := "throttle-" + randomHex(4) + "@example.com"
-	for i := 0; i < 5; i++ {
-		if r := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": victim, "password": "guess-" + strconv.Itoa(i)}); r.Status != http.StatusUnauthorized {
-			t.Fatalf("attempt %d: %d", i, r.Status)
-		}
+	statuses := parallelStatuses(t, 20, func(i int) *Response {
+		return c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": victim, "password": "guess-" + strconv.Itoa(i)})
+	})
+	if statuses[http.StatusUnauthorized] != 5 || statuses[http.StatusTooManyRequests] != 15 {
+		t.Fatalf("20 parallel guesses: %v, want 5 x 401 and 15 x 429", statuses)
 	}
 	r := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": strings.ToUpper(victim), "password": "guess"})
-	if r.Status != http.StatusTooManyRequests {
-		t.Fatalf("6th failure: %d %s", r.Status, r.Body)
+	if p := r.Problem(t); r.Status != http.StatusTooManyRequests || p.Status != http.StatusTooManyRequests {
+		t.Fatalf("after the limit: %d %s", r.Status, r.Body)
 	}
 	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 15*60 {
 		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
@@ -253,6 +258,8 @@ func TestAuthMalformedBodies(t *testing.T) {
 		{"array", "application/json", `[]`, 400, ""},
 		{"number email", "application/json", `{"email":42,"password":"x"}`, 400, "email"},
 		{"missing password", "application/json", `{"email":"a@b.c"}`, 400, "password"},
+		{"NUL in email", "application/json", `{"email":"a\u0000@b.c","password":"not the password"}`, 400, "email"},
+		{"control character in email", "application/json", `{"email":"a\u001b@b.c","password":"not the password"}`, 400, "email"},
 		{"empty object", "application/json", `{}`, 400, "email"},
 		{"empty body", "application/json", ``, 400, ""},
 		{"form encoded", "application/x-www-form-urlencoded", `email=a&password=b`, 415, ""},
@@ -323,8 +330,11 @@ func TestAuthPasswordReset(t *testing.T) {
 			t.Fatalf("forgot %s: %d %s", addr, r.Status, r.Body)
 		}
 	}
-	if r := c.Do(http.MethodPost, "/api/Auth/forgot-password", "", map[string]string{"email": "not an address"}); r.Status != http.StatusBadRequest {
-		t.Fatalf("invalid address: %d", r.Status)
+	for _, bad := range []string{"not an address", "a\x00@example.com"} {
+		r := c.Do(http.MethodPost, "/api/Auth/forgot-password", "", map[string]string{"email": bad})
+		if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["email"] == "" {
+			t.Fatalf("invalid address %q: %d %s", bad, r.Status, r.Body)
+		}
 	}
 	var ev contracts.Event[contracts.PasswordResetRequested]
 	select {
@@ -353,14 +363,17 @@ func TestAuthPasswordReset(t *testing.T) {
 	if r := c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "a long new passphrase"}); r.Status != http.StatusNoContent {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
 	}
-	if r := c.Do(http.MethodGet, "/api/Customers/me", oldToken, nil); r.Status != http.StatusUnauthorized {
-		t.Fatalf("a token issued before the reset must be refused: %d", r.Status)
+	r = c.Do(http.MethodGet, "/api/Customers/me", oldToken, nil)
+	if p := r.Problem(t); r.Status != http.StatusUnauthorized || !strings.Contains(p.Detail, "revoked") {
+		t.Fatalf("a token issued before the reset must be refused: %d %s", r.Status, r.Body)
 	}
-	if r := c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "another passphrase"}); r.Status != http.StatusBadRequest {
-		t.Fatalf("a used reset token must be refused: %d", r.Status)
+	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "another passphrase"})
+	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["token"] == "" {
+		t.Fatalf("a used reset token must be refused: %d %s", r.Status, r.Body)
 	}
-	if r := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password}); r.Status != http.StatusUnauthorized {
-		t.Fatalf("the old password must be refused: %d", r.Status)
+	r = c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password})
+	if p := r.Problem(t); r.Status != http.StatusUnauthorized || p.Status != http.StatusUnauthorized {
+		t.Fatalf("the old password must be refused: %d %s", r.Status, r.Body)
 	}
 	fresh := c.Login(email, "a long new passphrase")
 	if r := c.Do(http.MethodGet, "/api/Customers/me", fresh, nil); r.Status != http.StatusOK {
@@ -377,8 +390,17 @@ func TestAuthAccountsAndRoles(t *testing.T) {
 		t.Fatalf("create agent: %d %s", r.Status, r.Body)
 	}
 	location := r.Header.Get("Location")
-	if r := c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": agentEmail, "name": "Again", "role": "agent", "password": "agent passphrase"}); r.Status != http.StatusConflict {
-		t.Fatalf("duplicate address: %d", r.Status)
+	// An address taken in this customer or in another gets the same answer,
+	// which does not say where the address is used.
+	own := c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": agentEmail, "name": "Again", "role": "agent", "password": "agent passphrase"})
+	foreign := c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": strings.ToUpper(demo.Email), "name": "Again", "role": "agent", "password": "agent passphrase"})
+	po, pf := own.Problem(t), foreign.Problem(t)
+	if own.Status != http.StatusConflict || foreign.Status != http.StatusConflict || po.Detail != pf.Detail || po.Title != pf.Title ||
+		po.Errors["email"] == "" || po.Errors["email"] != pf.Errors["email"] || len(po.Errors) != 1 || len(pf.Errors) != 1 {
+		t.Fatalf("taken addresses: this customer's %d %s, another's %d %s", own.Status, own.Body, foreign.Status, foreign.Body)
+	}
+	if !strings.Contains(po.Errors["email"], "cannot be used for a new account") {
+		t.Fatalf("conflict wording: %+v", po)
 	}
 	r = c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": "x", "role": "owner", "password": "short"})
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["email"] == "" || p.Errors["role"] == "" || p.Errors["password"] == "" {
@@ -391,23 +413,31 @@ func TestAuthAccountsAndRoles(t *testing.T) {
 	if r.Status != http.StatusOK || got["email"] != agentEmail || got["role"] != "agent" {
 		t.Fatalf("GET %s: %d %s", location, r.Status, r.Body)
 	}
-	if r := c.Do(http.MethodGet, location, agent, nil); r.Status != http.StatusForbidden {
-		t.Fatalf("agent reading an account: %d", r.Status)
+	r = c.Do(http.MethodGet, location, agent, nil)
+	if p := r.Problem(t); r.Status != http.StatusForbidden || p.Status != http.StatusForbidden {
+		t.Fatalf("agent reading an account: %d %s", r.Status, r.Body)
 	}
-	// Another customer's admin does not learn that the account exists.
-	if r := c.Do(http.MethodGet, location, c.Login(demo.Email, demo.Password), nil); r.Status != http.StatusNotFound {
-		t.Fatalf("another tenant's account: %d %s", r.Status, r.Body)
+	// Another customer's admin does not learn that the account exists: the
+	// same 404 as an id nobody has.
+	demoAdmin := c.Login(demo.Email, demo.Password)
+	cross := c.Do(http.MethodGet, location, demoAdmin, nil)
+	none := c.Do(http.MethodGet, "/api/Accounts/999999999", demoAdmin, nil)
+	if pc, pn := cross.Problem(t), none.Problem(t); cross.Status != http.StatusNotFound || none.Status != http.StatusNotFound || pc.Detail != pn.Detail {
+		t.Fatalf("another tenant's account: %d %s; an unknown id: %d %s", cross.Status, cross.Body, none.Status, none.Body)
 	}
 	for path, want := range map[string]int{"/api/Accounts/abc": 400, "/api/Accounts/0": 400, "/api/Accounts/999999999": 404} {
-		if r := c.Do(http.MethodGet, path, admin, nil); r.Status != want {
-			t.Fatalf("%s: %d, want %d", path, r.Status, want)
+		r := c.Do(http.MethodGet, path, admin, nil)
+		if p := r.Problem(t); r.Status != want || p.Status != want || p.Detail == "" {
+			t.Fatalf("%s: %d %s, want %d", path, r.Status, r.Body, want)
 		}
 	}
-	if r := c.Do(http.MethodGet, "/api/Accounts", agent, nil); r.Status != http.StatusForbidden {
-		t.Fatalf("agent listing accounts: %d", r.Status)
+	r = c.Do(http.MethodGet, "/api/Accounts", agent, nil)
+	if p := r.Problem(t); r.Status != http.StatusForbidden || p.Status != http.StatusForbidden {
+		t.Fatalf("agent listing accounts: %d %s", r.Status, r.Body)
 	}
-	if r := c.Do(http.MethodPost, "/api/Accounts", agent, map[string]string{"email": "y@roles.test", "role": "admin", "password": "agent passphrase"}); r.Status != http.StatusForbidden {
-		t.Fatalf("agent creating an admin: %d", r.Status)
+	r = c.Do(http.MethodPost, "/api/Accounts", agent, map[string]string{"email": "y@roles.test", "role": "admin", "password": "agent passphrase"})
+	if p := r.Problem(t); r.Status != http.StatusForbidden || p.Status != http.StatusForbidden {
+		t.Fatalf("agent creating an admin: %d %s", r.Status, r.Body)
 	}
 	r = c.Do(http.MethodGet, "/api/Accounts?pageSize=1", admin, nil)
 	var page struct {
@@ -420,12 +450,21 @@ func TestAuthAccountsAndRoles(t *testing.T) {
 		t.Fatalf("accounts page: %d %s", r.Status, r.Body)
 	}
 	// The demo customer's admin sees only its own accounts.
-	r = c.Do(http.MethodGet, "/api/Accounts", c.Login(demo.Email, demo.Password), nil)
+	r = c.Do(http.MethodGet, "/api/Accounts?pageSize=100", demoAdmin, nil)
+	page.Items = nil
 	r.JSON(t, &page)
+	if r.Status != http.StatusOK || len(page.Items) == 0 || len(page.Items) != page.TotalCount {
+		t.Fatalf("the demo customer's accounts: %d %s", r.Status, r.Body)
+	}
+	sawDemo := false
 	for _, it := range page.Items {
 		if it["email"] == agentEmail {
 			t.Fatal("another customer's account is listed")
 		}
+		sawDemo = sawDemo || it["email"] == demo.Email
+	}
+	if !sawDemo {
+		t.Fatalf("the demo admin is not in its own list: %s", r.Body)
 	}
 }
 
@@ -443,7 +482,79 @@ func TestAuthDeletedCustomer(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), "UPDATE auth.customers SET deleted_at = now() WHERE customer_id = $1", claims.CustomerID); err != nil {
 		t.Fatal(err)
 	}
-	if r := c.Do(http.MethodGet, "/api/Customers/me", tok, nil); r.Status != http.StatusNotFound {
+	r := c.Do(http.MethodGet, "/api/Customers/me", tok, nil)
+	if p := r.Problem(t); r.Status != http.StatusNotFound || p.Status != http.StatusNotFound || p.Detail == "" {
 		t.Fatalf("me of a deleted customer: %d %s", r.Status, r.Body)
+	}
+}
+
+// parallelStatuses runs n calls at once and counts their statuses.
+func parallelStatuses(t *testing.T, n int, call func(i int) *Response) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	statuses := map[int]int{}
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r := call(i)
+			if r.Status == http.StatusTooManyRequests {
+				if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+					t.Errorf("429 without a usable Retry-After: %v", r.Header)
+				}
+			}
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return statuses
+}
+
+// TestAuthAccountCreationLimit: a customer creates at most 20 accounts per
+// hour (the default); parallel creations beyond that get 429.
+func TestAuthAccountCreationLimit(t *testing.T) {
+	c := client(t)
+	_, _, admin := newCustomer(t, "Busy Co")
+	statuses := parallelStatuses(t, 24, func(i int) *Response {
+		return c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": "bulk-" + strconv.Itoa(i) + "-" + randomHex(3) + "@busy.test",
+			"name": "Bulk", "role": "integration", "password": "integration passphrase"})
+	})
+	if statuses[http.StatusCreated] != 20 || statuses[http.StatusTooManyRequests] != 4 {
+		t.Fatalf("24 parallel creations: %v, want 20 x 201 and 4 x 429", statuses)
+	}
+	// Another customer has its own allowance.
+	_, _, other := newCustomer(t, "Calm Co")
+	r := c.Do(http.MethodPost, "/api/Accounts", other, map[string]string{"email": "one-" + randomHex(3) + "@calm.test", "role": "agent", "password": "agent passphrase"})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("another customer: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestAuthControlCharacters: a NUL in a field that reaches PostgreSQL is a
+// 400 naming the field, never a 500.
+func TestAuthControlCharacters(t *testing.T) {
+	c := client(t)
+	_, _, admin := newCustomer(t, "Nul Co")
+	cases := []struct {
+		name, path, token, body, field string
+	}{
+		{"login email", "/api/Auth/login", "", `{"email":"nul\u0000@example.com","password":"not the password"}`, "email"},
+		{"account name", "/api/Accounts", admin, `{"email":"nul-` + randomHex(3) + `@nul.test","name":"Bob\u0000","role":"agent","password":"agent passphrase"}`, "name"},
+		{"account email", "/api/Accounts", admin, `{"email":"nul\u0000@nul.test","name":"Bob","role":"agent","password":"agent passphrase"}`, "email"},
+		{"reset token", "/api/Auth/reset-password", "", `{"token":"abc\u0000","newPassword":"a long new passphrase"}`, "token"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.Do(http.MethodPost, tc.path, tc.token, tc.body)
+			if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors[tc.field] == "" {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+		})
 	}
 }

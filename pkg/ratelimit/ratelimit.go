@@ -23,7 +23,7 @@ func New(rdb *redis.Client, prefix string, limit int, window time.Duration) *Lim
 	return &Limiter{rdb: rdb, prefix: prefix, Limit: limit, Window: window}
 }
 
-// Result of a hit or a peek.
+// Result of a hit.
 type Result struct {
 	Allowed    bool
 	Count      int
@@ -54,27 +54,23 @@ func (l *Limiter) Hit(ctx context.Context, key string) (Result, error) {
 	return r, nil
 }
 
-// Peek reports whether key is already over the limit, without counting.
-func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	pipe := l.rdb.Pipeline()
-	get := pipe.Get(ctx, l.prefix+key)
-	ttl := pipe.PTTL(ctx, l.prefix+key)
-	_, err := pipe.Exec(ctx)
-	if err == redis.Nil {
-		return Result{Allowed: true}, nil
+// undoScript takes one hit back without creating the key or touching its
+// expiry; a counter that has expired meanwhile stays gone.
+var undoScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = redis.call('DECR', KEYS[1])
+if n <= 0 then redis.call('DEL', KEYS[1]) end
+return n
+`)
+
+// Undo takes back one hit of key: the caller counted an attempt before
+// knowing its outcome (login throttling counts first, decides after) and the
+// outcome is one the limit does not count.
+func (l *Limiter) Undo(ctx context.Context, key string) error {
+	if err := undoScript.Run(ctx, l.rdb, []string{l.prefix + key}).Err(); err != nil {
+		return fmt.Errorf("ratelimit: undo: %w", err)
 	}
-	if err != nil {
-		return Result{}, fmt.Errorf("ratelimit: peek: %w", err)
-	}
-	n, _ := get.Int()
-	r := Result{Allowed: n < l.Limit, Count: n}
-	if !r.Allowed {
-		r.RetryAfter = ttl.Val()
-		if r.RetryAfter <= 0 {
-			r.RetryAfter = time.Second
-		}
-	}
-	return r, nil
+	return nil
 }
 
 // Reset clears key (e.g. after a successful login).

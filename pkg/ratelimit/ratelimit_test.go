@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,25 +42,79 @@ func TestLimiter(t *testing.T) {
 			t.Fatalf("hit %d: %+v %v", i, r, err)
 		}
 	}
-	if r, _ := l.Peek(ctx, "k"); r.Allowed || r.RetryAfter <= 0 {
-		t.Fatalf("peek after limit: %+v", r)
-	}
 	r, _ := l.Hit(ctx, "k")
 	if r.Allowed || r.RetryAfter <= 0 || r.RetryAfter > 300*time.Millisecond {
 		t.Fatalf("over limit: %+v", r)
 	}
-	if r, _ := l.Peek(ctx, "other"); !r.Allowed {
-		t.Fatal("keys must be independent")
+	if r, _ := l.Hit(ctx, "other"); !r.Allowed || r.Count != 1 {
+		t.Fatalf("keys must be independent: %+v", r)
 	}
 	time.Sleep(350 * time.Millisecond) // the window is a Redis TTL; nothing to inject
-	if r, _ := l.Peek(ctx, "k"); !r.Allowed {
+	if r, _ := l.Hit(ctx, "k"); !r.Allowed || r.Count != 1 {
 		t.Fatalf("window should have expired: %+v", r)
 	}
-	_, _ = l.Hit(ctx, "k")
 	if err := l.Reset(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := l.Hit(ctx, "k"); r.Count != 1 {
 		t.Fatalf("reset: %+v", r)
+	}
+}
+
+func TestUndo(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := testRedis(t)
+	l := New(rdb, prefix, 2, time.Minute)
+	for i := 0; i < 2; i++ {
+		if _, err := l.Hit(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttl := rdb.PTTL(ctx, prefix+"k").Val()
+	if err := l.Undo(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.PTTL(ctx, prefix+"k").Val(); got <= 0 || got > ttl {
+		t.Fatalf("undo must keep the window: ttl %v, before %v", got, ttl)
+	}
+	if r, _ := l.Hit(ctx, "k"); !r.Allowed || r.Count != 2 {
+		t.Fatalf("after undo: %+v", r)
+	}
+	// Undoing a counter that does not exist creates nothing.
+	if err := l.Undo(ctx, "absent"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, prefix+"absent").Val(); n != 0 {
+		t.Fatal("undo created a key")
+	}
+}
+
+// TestParallelHitsCountEveryOne: the count and the decision are one atomic
+// step, so parallel callers cannot all see room under the limit.
+func TestParallelHitsCountEveryOne(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := testRedis(t)
+	l := New(rdb, prefix, 5, time.Minute)
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := l.Hit(ctx, "k")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Allowed {
+				allowed.Add(1)
+			} else if r.RetryAfter <= 0 {
+				t.Errorf("refused without RetryAfter: %+v", r)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != 5 {
+		t.Fatalf("%d of 50 parallel hits allowed, want 5", n)
 	}
 }

@@ -39,6 +39,8 @@ type Config struct {
 	LoginMaxFailures int           `env:"AUTH_LOGIN_MAX_FAILURES" default:"5" desc:"failed logins per e-mail address per window before 429"`
 	LoginMaxFailIP   int           `env:"AUTH_LOGIN_MAX_FAILURES_IP" default:"50" desc:"failed logins per client IP per window before 429"`
 	LoginWindow      time.Duration `env:"AUTH_LOGIN_WINDOW" default:"15m" desc:"window of the failed-login counters"`
+	CreateLimit      int           `env:"AUTH_ACCOUNT_CREATE_LIMIT" default:"20" desc:"accounts a customer may create per window before 429"`
+	CreateWindow     time.Duration `env:"AUTH_ACCOUNT_CREATE_WINDOW" default:"1h" desc:"window of the account-creation counter"`
 }
 
 func main() {
@@ -67,7 +69,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("unknown command %q (serve, migrate, bootstrap)", cmd)
 	}
-	opts := boot.Options{Service: "auth", Schema: postgres.Schema, Migrations: postgres.Migrations()}
+	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 {
+		return errors.New("config: the AUTH_LOGIN_* and AUTH_ACCOUNT_CREATE_* limits and windows must be positive")
+	}
+	opts := boot.Options{Service: "auth", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
 	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
 	}
@@ -81,12 +86,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	store := postgres.New(deps.DB)
-	limits := auth.Limits{
-		ByEmail: ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow),
-		ByIP:    ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow),
-	}
-	svc, err := auth.NewService(store, auth.NewSigner(key, cfg.JWTIssuer, cfg.JWTAudience, cfg.TokenTTL),
-		auth.BusEvents{Bus: deps.Bus}, deps.Verifier.Revocations, limits, deps.Log, deps.Now)
+	svc, err := auth.NewService(auth.Deps{
+		Store:   store,
+		Signer:  auth.NewSigner(key, cfg.JWTIssuer, cfg.JWTAudience, cfg.TokenTTL),
+		Revoker: deps.Verifier.Revocations,
+		Limits: auth.Limits{
+			LoginByEmail:  ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow),
+			LoginByIP:     ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow),
+			CreateAccount: ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.CreateLimit, cfg.CreateWindow),
+		},
+		Log: deps.Log,
+		Now: deps.Now,
+	})
 	if err != nil {
 		return err
 	}

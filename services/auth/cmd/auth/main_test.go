@@ -1,204 +1,364 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/hex"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/config/configtest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/httpserver"
-	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/pkg/servicetest"
+	"supportplatform.dev/services/auth/internal/auth"
 	"supportplatform.dev/services/auth/internal/httpapi"
 )
 
-type testAuth struct {
-	base   string
-	env    map[string]string
-	cancel context.CancelFunc
-	done   chan error
-}
+const (
+	adminEmail    = "admin@acme.test"
+	adminPassword = "correct horse battery"
+)
 
-func randHex() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func startAuth(t *testing.T, extra map[string]string) *testAuth {
+// startAuth runs auth with the servicetest harness. Auth verifies its own
+// tokens (logout, /api/Customers/me), so its signing key is made here and
+// the JWKS it is pointed at serves that key. Acme's admin is bootstrapped
+// with run's bootstrap command on the same environment.
+func startAuth(t *testing.T, env map[string]string) *servicetest.Service {
 	t.Helper()
-	id := randHex()
-	env := map[string]string{
-		"HTTP_ADDR":             "127.0.0.1:0",
-		"DATABASE_URL":          pgtest.NewDatabase(t),
-		"REDIS_PREFIX":          "test:" + id + ":",
-		"NATS_PREFIX":           "t" + id,
-		"AUTH_DEV_KEYGEN":       "true",
-		"AUTH_SIGNING_KEY_FILE": t.TempDir() + "/key.pem",
-		"LOG_LEVEL":             "warn",
-		// These tests call no protected route, so the key set is never
-		// fetched; the gateway end-to-end tests cover verification.
-		"AUTH_JWKS_URL": "http://127.0.0.1:1/unused",
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range extra {
-		env[k] = v
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	getenv := func(k string) string { return env[k] }
-	ctx := context.Background()
-	if err := run(ctx, []string{"auth", "bootstrap", "-customer", "Acme", "-email", "admin@acme.test", "-password", "correct horse battery"}, getenv, io.Discard); err != nil {
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(auth.NewSigner(key, "", "", time.Hour).JWKS())
+	}))
+	t.Cleanup(jwks.Close)
+	o := servicetest.Options{Env: map[string]string{"AUTH_SIGNING_KEY_FILE": keyFile, "AUTH_JWKS_URL": jwks.URL}}
+	for k, v := range env {
+		o.Env[k] = v
+	}
+	svc := servicetest.Start(t, "auth", run, o)
+	args := []string{"auth", "bootstrap", "-customer", "Acme", "-email", adminEmail, "-password", adminPassword}
+	if err := run(t.Context(), args, func(k string) string { return svc.Env[k] }, io.Discard); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(ctx)
-	ta := &testAuth{env: env, cancel: cancel, done: make(chan error, 1)}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				addr <- a
-			}
-		}
-	}()
-	go func() { ta.done <- run(ctx, []string{"auth"}, getenv, pw) }()
-	select {
-	case a := <-addr:
-		ta.base = "http://" + a
-	case err := <-ta.done:
-		t.Fatalf("auth exited: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("auth did not start")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-ta.done:
-			if err != nil {
-				t.Errorf("run returned %v on shutdown", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("auth did not shut down")
-		}
-	})
-	return ta
+	return svc
 }
 
-func (ta *testAuth) post(t *testing.T, path, body string, hdr map[string]string) (int, http.Header, []byte) {
+func post(t *testing.T, svc *servicetest.Service, path, body string, hdr map[string]string) (int, http.Header, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, ta.base+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	return call(t, svc, http.MethodPost, path, body, hdr)
+}
+
+func call(t *testing.T, svc *servicetest.Service, method, path, body string, hdr map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, svc.URL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return 0, nil, nil
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, b
 }
 
+func login(t *testing.T, svc *servicetest.Service, email, password string) string {
+	t.Helper()
+	st, _, b := post(t, svc, "/api/Auth/login", `{"email":"`+email+`","password":"`+password+`"}`, nil)
+	var tok struct {
+		AccessToken string `json:"accessToken"`
+	}
+	if st != http.StatusOK || json.Unmarshal(b, &tok) != nil || tok.AccessToken == "" {
+		t.Fatalf("login %s: %d %s", email, st, b)
+	}
+	return tok.AccessToken
+}
+
+// TestLoginThrottledPerClientIP fires parallel wrong logins from one address:
+// the limit's worth get 401, the rest 429, and the IP stays throttled even
+// for the right password while another IP is not.
 func TestLoginThrottledPerClientIP(t *testing.T) {
-	ta := startAuth(t, map[string]string{"AUTH_LOGIN_MAX_FAILURES_IP": "3", "AUTH_LOGIN_MAX_FAILURES": "100"})
+	svc := startAuth(t, map[string]string{"AUTH_LOGIN_MAX_FAILURES_IP": "3", "AUTH_LOGIN_MAX_FAILURES": "100"})
 	from := func(ip string) map[string]string { return map[string]string{"X-Forwarded-For": ip} }
-	for i := 0; i < 3; i++ {
-		st, _, b := ta.post(t, "/api/Auth/login", `{"email":"user`+string(rune('a'+i))+`@x.test","password":"wrongwrongwrong"}`, from("198.51.100.7"))
-		if st != http.StatusUnauthorized {
-			t.Fatalf("failure %d: %d %s", i, st, b)
-		}
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, h, b := post(t, svc, "/api/Auth/login", `{"email":"user`+strconv.Itoa(i)+`@x.test","password":"wrongwrongwrong"}`, from("198.51.100.7"))
+			if st == http.StatusTooManyRequests && h.Get("Retry-After") == "" {
+				t.Errorf("429 without Retry-After: %s", b)
+			}
+			mu.Lock()
+			statuses[st]++
+			mu.Unlock()
+		}()
 	}
-	st, h, b := ta.post(t, "/api/Auth/login", `{"email":"admin@acme.test","password":"correct horse battery"}`, from("198.51.100.7"))
+	wg.Wait()
+	if statuses[http.StatusUnauthorized] != 3 || statuses[http.StatusTooManyRequests] != 9 {
+		t.Fatalf("statuses %v, want 3 x 401 and 9 x 429", statuses)
+	}
+	st, h, b := post(t, svc, "/api/Auth/login", `{"email":"`+adminEmail+`","password":"`+adminPassword+`"}`, from("198.51.100.7"))
 	if st != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
-		t.Fatalf("4th attempt from the same IP: %d %v %s", st, h, b)
+		t.Fatalf("the right password from the throttled IP: %d %v %s", st, h, b)
 	}
-	st, _, b = ta.post(t, "/api/Auth/login", `{"email":"admin@acme.test","password":"correct horse battery"}`, from("198.51.100.8"))
+	st, _, b = post(t, svc, "/api/Auth/login", `{"email":"`+adminEmail+`","password":"`+adminPassword+`"}`, from("198.51.100.8"))
 	if st != http.StatusOK {
 		t.Fatalf("another IP must not be throttled: %d %s", st, b)
 	}
 }
 
-func TestPasswordResetPublishesEventAndVoidsTokens(t *testing.T) {
-	ta := startAuth(t, nil)
-	nc, err := nats.Connect("nats://127.0.0.1:4222")
+// lastEvent waits for the last event on the EVENTS stream with eventType.
+func lastEvent[T any](t *testing.T, natsURL, prefix, eventType string, within time.Duration) contracts.Event[T] {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	names := contracts.Names{Prefix: ta.env["NATS_PREFIX"]}
-	msgs := make(chan *nats.Msg, 4)
-	sub, err := nc.ChanSubscribe(names.Subject(contracts.EventSubject(contracts.EventPasswordResetRequested)), msgs)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Unsubscribe()
-
-	st, _, _ := ta.post(t, "/api/Auth/forgot-password", `{"email":"nobody@acme.test"}`, nil)
-	if st != http.StatusAccepted {
-		t.Fatalf("unknown address: %d", st)
-	}
-	st, _, _ = ta.post(t, "/api/Auth/forgot-password", `{"email":"ADMIN@acme.test"}`, nil)
-	if st != http.StatusAccepted {
-		t.Fatalf("known address: %d", st)
-	}
-	var ev contracts.Event[contracts.PasswordResetRequested]
-	select {
-	case m := <-msgs:
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Fatal(err)
+	names := contracts.Names{Prefix: prefix}
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		var m *jetstream.RawStreamMsg
+		st, err := js.Stream(ctx, names.Stream(contracts.StreamEvents))
+		if err == nil {
+			m, err = st.GetLastMsgForSubject(ctx, names.Subject(contracts.EventSubject(eventType)))
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no reset event")
+		cancel()
+		if err == nil {
+			var ev contracts.Event[T]
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+			return ev
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event within %v: %v", eventType, within, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the stream, not waiting out a clock
 	}
-	if ev.Data.Email != "admin@acme.test" || ev.Data.Token == "" || ev.CustomerID == 0 {
-		t.Fatalf("event: %+v", ev)
+}
+
+// streamCount is how many messages the EVENTS stream holds.
+func streamCount(t *testing.T, natsURL, prefix string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case m := <-msgs:
-		t.Fatalf("an unknown address must not produce an event: %s", m.Data)
-	default:
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
 	}
-	st, _, b := ta.post(t, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"short"}`, nil)
-	if st != http.StatusBadRequest || !bytes.Contains(b, []byte("newPassword")) {
+	st, err := js.Stream(t.Context(), contracts.Names{Prefix: prefix}.Stream(contracts.StreamEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func checkResetEvent(t *testing.T, ev contracts.Event[contracts.PasswordResetRequested]) {
+	t.Helper()
+	if ev.Type != contracts.EventPasswordResetRequested || ev.ID == "" || ev.CustomerID == 0 || ev.Data.AccountID == 0 ||
+		ev.Data.Email != adminEmail || ev.Data.Name != "Administrator" || ev.Data.Token == "" ||
+		time.Until(ev.Data.ExpiresAt) < 25*time.Minute || time.Until(ev.Data.ExpiresAt) > 31*time.Minute {
+		t.Fatalf("the event lacks what a mail sender needs: %+v", ev)
+	}
+}
+
+// TestPasswordResetPublishesEventAndVoidsTokens: the reset event is relayed
+// to the stream, the token sets a new password once, and a token issued
+// before the reset is refused from then on.
+func TestPasswordResetPublishesEventAndVoidsTokens(t *testing.T) {
+	svc := startAuth(t, nil)
+	before := login(t, svc, adminEmail, adminPassword)
+	bearer := map[string]string{"Authorization": "Bearer " + before}
+	if st, _, b := call(t, svc, http.MethodGet, "/api/Customers/me", "", bearer); st != http.StatusOK {
+		t.Fatalf("me before the reset: %d %s", st, b)
+	}
+
+	for _, addr := range []string{"nobody@acme.test", "ADMIN@acme.test"} {
+		if st, _, b := post(t, svc, "/api/Auth/forgot-password", `{"email":"`+addr+`"}`, nil); st != http.StatusAccepted {
+			t.Fatalf("forgot %s: %d %s", addr, st, b)
+		}
+	}
+	ev := lastEvent[contracts.PasswordResetRequested](t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 10*time.Second)
+	checkResetEvent(t, ev)
+	if n := streamCount(t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"]); n != 1 {
+		t.Fatalf("%d events on the stream, want 1 (an unknown address must not produce one)", n)
+	}
+
+	st, _, b := post(t, svc, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"short"}`, nil)
+	if st != http.StatusBadRequest || !strings.Contains(string(b), `"newPassword"`) {
 		t.Fatalf("weak password: %d %s", st, b)
 	}
-	st, _, b = ta.post(t, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"a brand new passphrase"}`, nil)
-	if st != http.StatusNoContent {
+	if st, _, b = post(t, svc, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"a brand new passphrase"}`, nil); st != http.StatusNoContent {
 		t.Fatalf("reset: %d %s", st, b)
 	}
-	st, _, _ = ta.post(t, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"yet another passphrase"}`, nil)
-	if st != http.StatusBadRequest {
-		t.Fatalf("a spent token must be refused: %d", st)
+	if st, _, b = call(t, svc, http.MethodGet, "/api/Customers/me", "", bearer); st != http.StatusUnauthorized {
+		t.Fatalf("a token issued before the reset must be refused: %d %s", st, b)
 	}
-	if st, _, _ = ta.post(t, "/api/Auth/login", `{"email":"admin@acme.test","password":"correct horse battery"}`, nil); st != http.StatusUnauthorized {
+	if st, _, b = post(t, svc, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"yet another passphrase"}`, nil); st != http.StatusBadRequest || !strings.Contains(string(b), `"token"`) {
+		t.Fatalf("a spent token must be refused: %d %s", st, b)
+	}
+	if st, _, _ = post(t, svc, "/api/Auth/login", `{"email":"`+adminEmail+`","password":"`+adminPassword+`"}`, nil); st != http.StatusUnauthorized {
 		t.Fatalf("old password still works: %d", st)
 	}
-	if st, _, _ = ta.post(t, "/api/Auth/login", `{"email":"admin@acme.test","password":"a brand new passphrase"}`, nil); st != http.StatusOK {
-		t.Fatalf("new password refused: %d", st)
+	after := login(t, svc, adminEmail, "a brand new passphrase")
+	if st, _, b = call(t, svc, http.MethodGet, "/api/Customers/me", "", map[string]string{"Authorization": "Bearer " + after}); st != http.StatusOK {
+		t.Fatalf("a token issued after the reset: %d %s", st, b)
+	}
+	changed := lastEvent[contracts.PasswordChanged](t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"], contracts.EventPasswordChanged, 10*time.Second)
+	if changed.Data.AccountID != ev.Data.AccountID || changed.CustomerID != ev.CustomerID {
+		t.Fatalf("password-changed event %+v", changed)
+	}
+}
+
+// natsServer is an in-process JetStream server that can be stopped and
+// started again on the same port with the same storage.
+type natsServer struct {
+	t    *testing.T
+	opts server.Options
+	s    *server.Server
+}
+
+func startNATS(t *testing.T) *natsServer {
+	t.Helper()
+	n := &natsServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
+	n.start()
+	n.opts.Port = n.s.Addr().(*net.TCPAddr).Port
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *natsServer) start() {
+	n.t.Helper()
+	opts := n.opts
+	s, err := server.NewServer(&opts)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		n.t.Fatal("nats server did not start")
+	}
+	n.s = s
+}
+
+func (n *natsServer) stop() {
+	if n.s != nil {
+		n.s.Shutdown()
+		n.s.WaitForShutdown()
+		n.s = nil
+	}
+}
+
+// TestForgotPasswordWhileNATSIsDown: with NATS unreachable, a known and an
+// unknown address both get 202, and the known one's event is published
+// once NATS is back.
+func TestForgotPasswordWhileNATSIsDown(t *testing.T) {
+	ns := startNATS(t)
+	natsURL := ns.s.ClientURL()
+	svc := startAuth(t, map[string]string{"NATS_URL": natsURL})
+	ns.stop()
+
+	for _, addr := range []string{"nobody@acme.test", adminEmail} {
+		if st, _, b := post(t, svc, "/api/Auth/forgot-password", `{"email":"`+addr+`"}`, nil); st != http.StatusAccepted {
+			t.Fatalf("forgot %s with NATS down: %d %s", addr, st, b)
+		}
+	}
+	if st, _, _ := call(t, svc, http.MethodGet, "/readyz", "", nil); st == http.StatusOK {
+		t.Fatal("NATS is not down: the test would prove nothing")
+	}
+
+	ns.start()
+	ev := lastEvent[contracts.PasswordResetRequested](t, natsURL, svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 20*time.Second)
+	checkResetEvent(t, ev)
+	conn, err := pgx.Connect(t.Context(), svc.Env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var queued int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM auth.outbox`).Scan(&queued); err != nil {
+			t.Fatal(err)
+		}
+		if queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events still queued", queued)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := streamCount(t, natsURL, svc.Env["NATS_PREFIX"]); n != 1 {
+		t.Fatalf("%d events on the stream, want 1", n)
 	}
 }
 
 func TestRunRejectsBadConfigAndCommands(t *testing.T) {
-	env := map[string]string{"AUTH_TOKEN_TTL": "soon"}
-	if err := run(context.Background(), []string{"auth"}, func(k string) string { return env[k] }, io.Discard); err == nil {
-		t.Fatal("invalid duration accepted")
-	}
-	env = map[string]string{"AUTH_TOKEN_TTL": "72h"}
-	if err := run(context.Background(), []string{"auth"}, func(k string) string { return env[k] }, io.Discard); err == nil {
-		t.Fatal("token lifetime over 24h accepted")
+	for name, env := range map[string]map[string]string{
+		"invalid duration":        {"AUTH_TOKEN_TTL": "soon"},
+		"token lifetime over 24h": {"AUTH_TOKEN_TTL": "72h"},
+		"zero login limit":        {"AUTH_LOGIN_MAX_FAILURES": "0"},
+		"zero create limit":       {"AUTH_ACCOUNT_CREATE_LIMIT": "0"},
+		"negative window":         {"AUTH_ACCOUNT_CREATE_WINDOW": "-1h"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := run(context.Background(), []string{"auth"}, func(k string) string { return env[k] }, io.Discard); err == nil {
+				t.Fatal("accepted")
+			}
+		})
 	}
 	if err := run(context.Background(), []string{"auth", "frobnicate"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("unknown command accepted")

@@ -7,11 +7,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/mail"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"supportplatform.dev/pkg/apperr"
@@ -38,23 +41,32 @@ type Account struct {
 	CreatedAt         time.Time
 }
 
-// Store is the persistence the domain needs.
+// Store is the persistence the domain needs. It writes the domain's events
+// (pkg/outbox) in the transaction of the change they announce.
 type Store interface {
 	AccountByEmail(ctx context.Context, email string) (Account, error)
 	Account(ctx context.Context, customerID, accountID int64) (Account, Customer, error)
 	CustomerExists(ctx context.Context, customerID int64) (bool, error)
-	CreatePasswordReset(ctx context.Context, accountID int64, tokenHash []byte, created, expires time.Time) error
+	// RequestPasswordReset stores r and its password-reset-requested event
+	// when email belongs to an enabled account of a live customer. It runs
+	// the same statements and returns nil when it does not, so neither the
+	// answer nor its timing tells whether the address exists.
+	RequestPasswordReset(ctx context.Context, email string, r PasswordReset) error
+	// ResetPassword spends a valid reset token, sets the password and
+	// records the password-changed event, in one transaction.
 	ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, newHash string) (Account, error)
 	CreateAccount(ctx context.Context, a Account) (Account, error)
 	ListAccounts(ctx context.Context, customerID int64, offset, limit int) ([]Account, int, error)
 	Bootstrap(ctx context.Context, customerName string, a Account) (Customer, Account, error)
 }
 
-// Events is where the domain announces what mail senders and other services
-// must know.
-type Events interface {
-	PasswordResetRequested(ctx context.Context, customerID int64, a Account, token string, expires time.Time) error
-	PasswordChanged(ctx context.Context, customerID, accountID int64) error
+// PasswordReset is a requested reset: the raw token goes to the account's
+// owner (in the event), only its hash is stored.
+type PasswordReset struct {
+	Token     string
+	TokenHash []byte
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 // Revoker voids tokens.
@@ -63,10 +75,11 @@ type Revoker interface {
 	RevokeAccountBefore(ctx context.Context, accountID int64, t time.Time) error
 }
 
-// Limits throttle failed logins.
+// Limits are the Redis counters that throttle logins and account creation.
 type Limits struct {
-	ByEmail *ratelimit.Limiter
-	ByIP    *ratelimit.Limiter
+	LoginByEmail  *ratelimit.Limiter // failed logins per e-mail address
+	LoginByIP     *ratelimit.Limiter // failed logins per client IP
+	CreateAccount *ratelimit.Limiter // account creations per customer
 }
 
 // ResetTTL is how long a password-reset token is valid.
@@ -78,27 +91,56 @@ const (
 	MaxPasswordLen = 256
 )
 
+// Text bounds (characters).
+const (
+	maxEmailLen = 320
+	maxNameLen  = 200
+	maxTokenLen = 256
+)
+
+// Deps are what the service is built from.
+type Deps struct {
+	Store   Store
+	Signer  *Signer
+	Revoker Revoker
+	Limits  Limits
+	Log     *slog.Logger
+	Now     func() time.Time
+	// CheckPassword verifies a password against its stored hash; nil means
+	// the package's CheckPassword (tests count the calls).
+	CheckPassword func(hash, password string) (bool, error)
+}
+
 // Service implements the use cases.
 type Service struct {
-	store   Store
-	signer  *Signer
-	events  Events
-	revoker Revoker
-	limits  Limits
-	log     *slog.Logger
-	now     func() time.Time
+	store         Store
+	signer        *Signer
+	revoker       Revoker
+	limits        Limits
+	log           *slog.Logger
+	now           func() time.Time
+	checkPassword func(hash, password string) (bool, error)
 	// dummyHash makes a login for an unknown e-mail cost the same as one
 	// with a wrong password, so timing does not reveal which accounts exist.
 	dummyHash string
 }
 
 // NewService builds the service.
-func NewService(store Store, signer *Signer, events Events, revoker Revoker, limits Limits, log *slog.Logger, now func() time.Time) (*Service, error) {
-	dummy, err := HashPassword("not-a-real-password-" + strconv.FormatInt(now().UnixNano(), 10))
+func NewService(d Deps) (*Service, error) {
+	if d.Store == nil || d.Signer == nil || d.Revoker == nil || d.Log == nil || d.Now == nil ||
+		d.Limits.LoginByEmail == nil || d.Limits.LoginByIP == nil || d.Limits.CreateAccount == nil {
+		return nil, errors.New("auth: NewService needs every dependency")
+	}
+	dummy, err := HashPassword("not-a-real-password-" + strconv.FormatInt(d.Now().UnixNano(), 10))
 	if err != nil {
 		return nil, err
 	}
-	return &Service{store: store, signer: signer, events: events, revoker: revoker, limits: limits, log: log, now: now, dummyHash: dummy}, nil
+	check := d.CheckPassword
+	if check == nil {
+		check = CheckPassword
+	}
+	return &Service{store: d.Store, signer: d.Signer, revoker: d.Revoker, limits: d.Limits, log: d.Log, now: d.Now,
+		checkPassword: check, dummyHash: dummy}, nil
 }
 
 // Signer exposes the key set for the JWKS endpoint.
@@ -106,32 +148,27 @@ func (s *Service) Signer() *Signer { return s.signer }
 
 var errBadCredentials = apperr.E(apperr.Unauthorized, "the e-mail address or password is wrong")
 
-// Login checks credentials and issues a token. Failures are throttled per
-// e-mail address and per client IP.
+// Login checks credentials and issues a token. Attempts are throttled per
+// e-mail address and per client IP: each attempt is counted before the
+// password is looked at (one atomic Redis step per counter), so parallel
+// attempts cannot all pass a limit that only a few had room under, and an
+// attempt over a limit costs no password hashing. A successful login clears
+// the address's counter and takes its own count back from the IP's, so the
+// limits count failures.
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Token, error) {
 	var v apperr.Validation
 	email = strings.TrimSpace(email)
 	v.Check(email != "", "email", "is required")
+	checkText(&v, "email", email, maxEmailLen)
 	v.Check(password != "", "password", "is required")
-	v.Check(utf8.RuneCountInString(email) <= 320, "email", "is too long")
 	v.Check(utf8.RuneCountInString(password) <= MaxPasswordLen, "password", "is too long")
 	if err := v.Err(); err != nil {
 		return Token{}, err
 	}
 	emailKey := "login:email:" + strings.ToLower(email)
 	ipKey := "login:ip:" + clientIP
-	for _, c := range []struct {
-		l   *ratelimit.Limiter
-		key string
-	}{{s.limits.ByEmail, emailKey}, {s.limits.ByIP, ipKey}} {
-		r, err := c.l.Peek(ctx, c.key)
-		if err != nil {
-			return Token{}, apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
-		}
-		if !r.Allowed {
-			return Token{}, &apperr.Error{Code: apperr.RateLimited, Message: "too many failed logins; try again later",
-				RetryAfterSeconds: retrySeconds(r.RetryAfter)}
-		}
+	if err := s.countLoginAttempt(ctx, emailKey, ipKey); err != nil {
+		return Token{}, err
 	}
 	a, err := s.store.AccountByEmail(ctx, email)
 	hash := a.PasswordHash
@@ -141,29 +178,47 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		}
 		hash = s.dummyHash
 	}
-	ok, herr := CheckPassword(hash, password)
+	ok, herr := s.checkPassword(hash, password)
 	if herr != nil {
 		return Token{}, apperr.Wrap(apperr.Internal, herr, "")
 	}
 	if err != nil || !ok {
-		for _, c := range []struct {
-			l   *ratelimit.Limiter
-			key string
-		}{{s.limits.ByEmail, emailKey}, {s.limits.ByIP, ipKey}} {
-			if _, herr := c.l.Hit(ctx, c.key); herr != nil {
-				s.log.WarnContext(ctx, "login throttle count failed", "error", herr.Error())
-			}
-		}
 		return Token{}, errBadCredentials
 	}
-	if err := s.limits.ByEmail.Reset(ctx, emailKey); err != nil {
+	if err := s.limits.LoginByEmail.Reset(ctx, emailKey); err != nil {
 		s.log.WarnContext(ctx, "login throttle reset failed", "error", err.Error())
+	}
+	if err := s.limits.LoginByIP.Undo(ctx, ipKey); err != nil {
+		s.log.WarnContext(ctx, "login throttle undo failed", "error", err.Error())
 	}
 	t, err := s.signer.Sign(a, s.now())
 	if err != nil {
 		return Token{}, apperr.Wrap(apperr.Internal, err, "")
 	}
 	return t, nil
+}
+
+// countLoginAttempt counts the attempt on both counters and refuses it when
+// either is over its limit, with the longer wait.
+func (s *Service) countLoginAttempt(ctx context.Context, emailKey, ipKey string) error {
+	var wait time.Duration
+	for _, c := range []struct {
+		l   *ratelimit.Limiter
+		key string
+	}{{s.limits.LoginByEmail, emailKey}, {s.limits.LoginByIP, ipKey}} {
+		r, err := c.l.Hit(ctx, c.key)
+		if err != nil {
+			return apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
+		}
+		if !r.Allowed && r.RetryAfter > wait {
+			wait = r.RetryAfter
+		}
+	}
+	if wait > 0 {
+		return &apperr.Error{Code: apperr.RateLimited, Message: "too many failed logins; try again later",
+			RetryAfterSeconds: retrySeconds(wait)}
+	}
+	return nil
 }
 
 func retrySeconds(d time.Duration) int {
@@ -193,17 +248,15 @@ func (s *Service) Logout(ctx context.Context, p authn.Principal) error {
 }
 
 // ForgotPassword issues a reset token when the address belongs to an
-// account. The caller learns nothing either way.
+// account. The caller learns nothing either way: the token is made and
+// hashed and the store runs the same statements whether or not the address
+// exists, and the event goes out through the outbox, so a NATS outage does
+// not turn the known addresses' answers into errors.
 func (s *Service) ForgotPassword(ctx context.Context, email string) error {
+	var v apperr.Validation
 	email = strings.TrimSpace(email)
-	if err := validateEmail(email); err != nil {
-		return err
-	}
-	a, err := s.store.AccountByEmail(ctx, email)
-	if apperr.Is(err, apperr.NotFound) {
-		return nil
-	}
-	if err != nil {
+	checkEmail(&v, "email", email)
+	if err := v.Err(); err != nil {
 		return err
 	}
 	raw := make([]byte, 32)
@@ -212,11 +265,8 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	now := s.now()
-	exp := now.Add(ResetTTL)
-	if err := s.store.CreatePasswordReset(ctx, a.ID, hashToken(token), now, exp); err != nil {
-		return err
-	}
-	return s.events.PasswordResetRequested(ctx, a.CustomerID, a, token, exp)
+	return s.store.RequestPasswordReset(ctx, email, PasswordReset{Token: token, TokenHash: hashToken(token),
+		CreatedAt: now, ExpiresAt: now.Add(ResetTTL)})
 }
 
 // ResetPassword sets a new password with a reset token; the token is spent
@@ -224,6 +274,7 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) error {
 	var v apperr.Validation
 	v.Check(strings.TrimSpace(token) != "", "token", "is required")
+	checkText(&v, "token", token, maxTokenLen)
 	checkPassword(&v, "newPassword", newPassword)
 	if err := v.Err(); err != nil {
 		return err
@@ -244,9 +295,6 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	if err := s.revoker.RevokeAccountBefore(ctx, a.ID, now); err != nil {
 		return apperr.Wrap(apperr.Unavailable, err, "the password was changed but old tokens could not be revoked; retry")
 	}
-	if err := s.events.PasswordChanged(ctx, a.CustomerID, a.ID); err != nil {
-		s.log.WarnContext(ctx, "password changed event not published", "error", err.Error())
-	}
 	return nil
 }
 
@@ -256,22 +304,31 @@ type NewAccount struct {
 }
 
 // CreateAccount adds an account (for example one per integration) to the
-// caller's customer. Admins only.
+// caller's customer. Admins only. E-mail addresses are global login
+// identities, so an address taken by any customer is refused with the same
+// answer, and creations are counted per customer so the answers cannot be
+// used to probe many addresses.
 func (s *Service) CreateAccount(ctx context.Context, p authn.Principal, in NewAccount) (Account, error) {
 	if p.Role != authn.RoleAdmin {
 		return Account{}, apperr.E(apperr.Forbidden, "only admins can create accounts")
 	}
 	var v apperr.Validation
 	in.Email, in.Name = strings.TrimSpace(in.Email), strings.TrimSpace(in.Name)
-	if err := validateEmail(in.Email); err != nil {
-		v.Add("email", "must be a valid e-mail address")
-	}
-	v.Check(utf8.RuneCountInString(in.Name) <= 200, "name", "must be at most 200 characters")
+	checkEmail(&v, "email", in.Email)
+	checkText(&v, "name", in.Name, maxNameLen)
 	v.Check(in.Role == authn.RoleAdmin || in.Role == authn.RoleAgent || in.Role == authn.RoleIntegration,
 		"role", "must be admin, agent or integration")
 	checkPassword(&v, "password", in.Password)
 	if err := v.Err(); err != nil {
 		return Account{}, err
+	}
+	r, err := s.limits.CreateAccount.Hit(ctx, "accounts:create:"+strconv.FormatInt(p.CustomerID, 10))
+	if err != nil {
+		return Account{}, apperr.Wrap(apperr.Unavailable, err, "account creation is temporarily unavailable")
+	}
+	if !r.Allowed {
+		return Account{}, &apperr.Error{Code: apperr.RateLimited, Message: "too many accounts created; try again later",
+			RetryAfterSeconds: retrySeconds(r.RetryAfter)}
 	}
 	hash, err := HashPassword(in.Password)
 	if err != nil {
@@ -307,10 +364,11 @@ func (s *Service) CustomerExists(ctx context.Context, customerID int64) (bool, e
 // seed a deployment. Idempotent.
 func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, password string) (Customer, Account, error) {
 	var v apperr.Validation
-	v.Check(strings.TrimSpace(customerName) != "", "customer", "is required")
-	if err := validateEmail(email); err != nil {
-		v.Add("email", "must be a valid e-mail address")
-	}
+	customerName, email, name = strings.TrimSpace(customerName), strings.TrimSpace(email), strings.TrimSpace(name)
+	v.Check(customerName != "", "customer", "is required")
+	checkText(&v, "customer", customerName, maxNameLen)
+	checkEmail(&v, "email", email)
+	checkText(&v, "name", name, maxNameLen)
 	checkPassword(&v, "password", password)
 	if err := v.Err(); err != nil {
 		return Customer{}, Account{}, err
@@ -319,8 +377,7 @@ func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, pass
 	if err != nil {
 		return Customer{}, Account{}, err
 	}
-	c, a, err := s.store.Bootstrap(ctx, strings.TrimSpace(customerName),
-		Account{Email: strings.TrimSpace(email), Name: strings.TrimSpace(name), Role: authn.RoleAdmin, PasswordHash: hash})
+	c, a, err := s.store.Bootstrap(ctx, customerName, Account{Email: email, Name: name, Role: authn.RoleAdmin, PasswordHash: hash})
 	if err != nil {
 		return c, a, err
 	}
@@ -331,15 +388,30 @@ func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, pass
 	return c, a, nil
 }
 
-func validateEmail(email string) error {
-	if email == "" {
-		return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields", Fields: map[string]string{"email": "is required"}}
+// checkText refuses what must not reach PostgreSQL text or a login
+// identity: invalid UTF-8, NUL and other control characters, and more than
+// max characters.
+func checkText(v *apperr.Validation, field, s string, max int) {
+	switch {
+	case !utf8.ValidString(s):
+		v.Add(field, "must be valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		v.Add(field, "must not contain control characters")
+	case utf8.RuneCountInString(s) > max:
+		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
 	}
-	addr, err := mail.ParseAddress(email)
-	if err != nil || addr.Address != email || len(email) > 320 {
-		return &apperr.Error{Code: apperr.Invalid, Message: "the request has invalid fields", Fields: map[string]string{"email": "must be a valid e-mail address"}}
+}
+
+// checkEmail accepts a bare address (no display name, no comments).
+func checkEmail(v *apperr.Validation, field, email string) {
+	var ev apperr.Validation
+	ev.Check(email != "", field, "is required")
+	checkText(&ev, field, email, maxEmailLen)
+	if ev.Empty() {
+		addr, err := mail.ParseAddress(email)
+		ev.Check(err == nil && addr.Address == email, field, "must be a valid e-mail address")
 	}
-	return nil
+	v.Merge("", &ev)
 }
 
 func checkPassword(v *apperr.Validation, field, pw string) {

@@ -4,6 +4,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"errors"
 	"io/fs"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/auth/internal/auth"
 )
@@ -67,15 +70,42 @@ func (s *Store) CustomerExists(ctx context.Context, customerID int64) (bool, err
 	return ok, postgres.Error(err, "customer")
 }
 
-// CreatePasswordReset stores the hash of a reset token.
-func (s *Store) CreatePasswordReset(ctx context.Context, accountID int64, tokenHash []byte, created, expires time.Time) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO password_resets (account_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-		accountID, tokenHash, created, expires)
+// RequestPasswordReset stores the reset and its event when email belongs to
+// an enabled account of a live customer. An unknown address goes through the
+// same two statements in a transaction that commits a write either way (the
+// notification), and gets its event encoded too, only nothing is inserted.
+// pkg/outbox.Add always inserts, so the conditional insert is written here;
+// the message itself comes from outbox.Event like every other event.
+func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.PasswordReset) error {
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var a auth.Account // the zero account when the address is unknown
+		err := tx.QueryRow(ctx, `SELECT a.account_id, a.customer_id, a.email, a.name
+			FROM accounts a JOIN customers c USING (customer_id)
+			WHERE lower(a.email) = lower($1) AND a.disabled_at IS NULL AND c.deleted_at IS NULL
+			FOR SHARE OF a`, email).Scan(&a.ID, &a.CustomerID, &a.Email, &a.Name)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		msg, err := outbox.Event(ctx, contracts.EventPasswordResetRequested, a.CustomerID, r.CreatedAt,
+			contracts.PasswordResetRequested{AccountID: a.ID, Email: a.Email, Name: a.Name, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC()})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `WITH acc AS (SELECT account_id FROM accounts WHERE account_id = $1),
+			reset AS (INSERT INTO password_resets (account_id, token_hash, created_at, expires_at)
+				SELECT account_id, $2, $3, $4 FROM acc),
+			event AS (INSERT INTO outbox (event_id, subject, data, request_id)
+				SELECT $5, $6, $7, $8 FROM acc)
+			SELECT pg_notify('outbox_' || current_schema(), '')`,
+			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID)
+		return err
+	})
 	return postgres.Error(err, "password reset")
 }
 
-// ResetPassword spends a valid token, sets the password and voids the
-// account's other outstanding reset tokens, in one transaction.
+// ResetPassword spends a valid token, sets the password, voids the
+// account's other outstanding reset tokens and records the password-changed
+// event, in one transaction.
 func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, newHash string) (auth.Account, error) {
 	var a auth.Account
 	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
@@ -90,7 +120,14 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 		}
 		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET password_hash = $2, password_changed_at = $3
 			WHERE account_id = $1 AND disabled_at IS NULL RETURNING `+accountCols, accountID, newHash, now))
-		return err
+		if err != nil {
+			return err
+		}
+		msg, err := outbox.Event(ctx, contracts.EventPasswordChanged, a.CustomerID, now, contracts.PasswordChanged{AccountID: a.ID})
+		if err != nil {
+			return err
+		}
+		return outbox.Add(ctx, tx, msg)
 	})
 	return a, postgres.Error(err, "reset token")
 }
@@ -100,8 +137,10 @@ func (s *Store) CreateAccount(ctx context.Context, in auth.Account) (auth.Accoun
 	a, err := scanAccount(s.db.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+accountCols, in.CustomerID, in.Email, in.Name, in.Role, in.PasswordHash))
 	if postgres.UniqueViolation(err, "accounts_email_key") {
-		return a, &apperr.Error{Code: apperr.Conflict, Message: "an account with this e-mail address already exists",
-			Fields: map[string]string{"email": "is already in use"}}
+		// Addresses are global login identities: the answer is the same
+		// whichever customer holds the address, and does not say which.
+		return a, &apperr.Error{Code: apperr.Conflict, Message: "this e-mail address cannot be used for a new account",
+			Fields: map[string]string{"email": "cannot be used for a new account"}}
 	}
 	return a, postgres.Error(err, "account")
 }
@@ -147,7 +186,7 @@ func (s *Store) Bootstrap(ctx context.Context, customerName string, in auth.Acco
 		case err == nil:
 			return tx.QueryRow(ctx, `UPDATE customers SET name = $2, deleted_at = NULL WHERE customer_id = $1
 				RETURNING customer_id, name, created_at`, a.CustomerID, customerName).Scan(&c.ID, &c.Name, &c.CreatedAt)
-		case err != pgx.ErrNoRows:
+		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
 		if err := tx.QueryRow(ctx, `INSERT INTO customers (name) VALUES ($1) RETURNING customer_id, name, created_at`,

@@ -1,0 +1,480 @@
+package auth_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/contracts"
+	pgpkg "supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/pkg/ratelimit"
+	"supportplatform.dev/pkg/redisconn"
+	"supportplatform.dev/services/auth/internal/auth"
+	"supportplatform.dev/services/auth/internal/postgres"
+)
+
+// clock is the injected time: tests move it instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type limits struct{ email, ip, create int }
+
+type fixture struct {
+	svc    *auth.Service
+	db     *pgxpool.Pool
+	clock  *clock
+	hashes atomic.Int64 // password checks (argon2id runs) during logins
+	ttl    time.Duration
+}
+
+const (
+	adminEmail    = "admin@acme.test"
+	adminPassword = "correct horse battery"
+)
+
+// newFixture runs the service on a fresh database and a unique Redis prefix
+// (both real), with a clock the test moves, and bootstraps Acme's admin.
+func newFixture(t *testing.T, l limits) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	rdb, err := redisconn.Open(ctx, "redis://127.0.0.1:6379/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "authtest:" + randid.Hex(6) + ":"
+	t.Cleanup(func() {
+		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+		_ = rdb.Close()
+	})
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{db: db, clock: &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}, ttl: 45 * time.Minute}
+	f.svc, err = auth.NewService(auth.Deps{
+		Store:   postgres.New(db),
+		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", f.ttl),
+		Revoker: authn.NewRevocations(rdb, prefix),
+		Limits: auth.Limits{
+			LoginByEmail:  ratelimit.New(rdb, prefix, l.email, 15*time.Minute),
+			LoginByIP:     ratelimit.New(rdb, prefix, l.ip, 15*time.Minute),
+			CreateAccount: ratelimit.New(rdb, prefix, l.create, time.Hour),
+		},
+		Log: log,
+		Now: f.clock.Now,
+		CheckPassword: func(hash, password string) (bool, error) {
+			f.hashes.Add(1)
+			return auth.CheckPassword(hash, password)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func defaultLimits() limits { return limits{email: 5, ip: 50, create: 20} }
+
+// admin is Acme's admin principal.
+func (f *fixture) admin(t *testing.T) authn.Principal {
+	t.Helper()
+	a, err := postgres.New(f.db).AccountByEmail(context.Background(), adminEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return authn.Principal{CustomerID: a.CustomerID, AccountID: a.ID, Role: authn.RoleAdmin}
+}
+
+func wantCode(t *testing.T, err error, code apperr.Code) *apperr.Error {
+	t.Helper()
+	if !apperr.Is(err, code) {
+		t.Fatalf("error = %v, want code %s", err, code)
+	}
+	var e *apperr.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%v is not an *apperr.Error", err)
+	}
+	return e
+}
+
+// outcomes tallies parallel calls by error code ("" = success).
+type outcomes struct {
+	mu    sync.Mutex
+	codes map[apperr.Code]int
+}
+
+func (o *outcomes) add(t *testing.T, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.codes == nil {
+		o.codes = map[apperr.Code]int{}
+	}
+	if err == nil {
+		o.codes[""]++
+		return
+	}
+	var e *apperr.Error
+	if errors.As(err, &e) && e.Code == apperr.RateLimited && e.RetryAfterSeconds < 1 {
+		t.Errorf("429 without Retry-After: %v", err)
+	}
+	o.codes[apperr.CodeOf(err)]++
+}
+
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// TestParallelWrongLoginsStopAtTheLimit: every attempt is counted before the
+// password is checked, so 50 parallel wrong passwords for one address get
+// exactly the limit's worth of password checks; the rest are refused with
+// 429 and cost no hashing. An unknown address behaves the same.
+func TestParallelWrongLoginsStopAtTheLimit(t *testing.T) {
+	for name, email := range map[string]string{"known address": adminEmail, "unknown address": "nobody@acme.test"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, defaultLimits())
+			var o outcomes
+			parallel(50, func(i int) {
+				_, err := f.svc.Login(context.Background(), email, "wrong password", "192.0.2."+string(rune('0'+i%10)))
+				o.add(t, err)
+			})
+			if got := f.hashes.Load(); got != 5 {
+				t.Errorf("%d password checks, want 5 (the limit)", got)
+			}
+			if o.codes[apperr.Unauthorized] != 5 || o.codes[apperr.RateLimited] != 45 {
+				t.Fatalf("outcomes %v, want 5 unauthorized and 45 rate limited", o.codes)
+			}
+			// Over the limit, even the right password is refused unchecked.
+			before := f.hashes.Load()
+			_, err := f.svc.Login(context.Background(), email, adminPassword, "192.0.2.200")
+			wantCode(t, err, apperr.RateLimited)
+			if f.hashes.Load() != before {
+				t.Fatal("a refused attempt checked the password")
+			}
+		})
+	}
+}
+
+// TestParallelWrongLoginsPerClientIP: the per-IP counter holds the same way
+// across many addresses.
+func TestParallelWrongLoginsPerClientIP(t *testing.T) {
+	f := newFixture(t, limits{email: 100, ip: 5, create: 20})
+	var o outcomes
+	parallel(50, func(i int) {
+		_, err := f.svc.Login(context.Background(), "user"+randid.Hex(3)+"@acme.test", "wrong password", "198.51.100.7")
+		o.add(t, err)
+	})
+	if got := f.hashes.Load(); got != 5 || o.codes[apperr.Unauthorized] != 5 || o.codes[apperr.RateLimited] != 45 {
+		t.Fatalf("%d password checks, outcomes %v; want 5 checks, 5 unauthorized, 45 rate limited", got, o.codes)
+	}
+	if _, err := f.svc.Login(context.Background(), adminEmail, adminPassword, "198.51.100.8"); err != nil {
+		t.Fatalf("another IP must not be throttled: %v", err)
+	}
+}
+
+// TestSuccessfulLoginsDoNotUseUpTheLimits: the limits count failures; a
+// success clears the address's counter and gives its IP hit back.
+func TestSuccessfulLoginsDoNotUseUpTheLimits(t *testing.T) {
+	f := newFixture(t, limits{email: 3, ip: 3, create: 20})
+	ctx := context.Background()
+	for i := 0; i < 6; i++ {
+		if _, err := f.svc.Login(ctx, adminEmail, adminPassword, "203.0.113.1"); err != nil {
+			t.Fatalf("login %d: %v", i, err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "203.0.113.2")
+		wantCode(t, err, apperr.Unauthorized)
+	}
+	if _, err := f.svc.Login(ctx, strings.ToUpper(adminEmail), adminPassword, "203.0.113.3"); err != nil {
+		t.Fatal(err)
+	}
+	// The success cleared the address's two failures: three more are allowed.
+	for i := 0; i < 3; i++ {
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "203.0.113."+string(rune('4'+i)))
+		wantCode(t, err, apperr.Unauthorized)
+	}
+	_, err := f.svc.Login(ctx, adminEmail, "wrong password", "203.0.113.9")
+	wantCode(t, err, apperr.RateLimited)
+}
+
+// TestTokenLifetime: the token's times come from the injected clock.
+func TestTokenLifetime(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	now := f.clock.Now()
+	tok, err := f.svc.Login(context.Background(), adminEmail, adminPassword, "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.TTL != f.ttl || !tok.ExpiresAt.Equal(now.Add(f.ttl)) {
+		t.Fatalf("token ttl %v expires %v, want %v and %v", tok.TTL, tok.ExpiresAt, f.ttl, now.Add(f.ttl))
+	}
+	var c authn.Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok.Raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.IssuedAt.Equal(now) || !c.ExpiresAt.Equal(now.Add(f.ttl)) || c.IssuedAtMs != now.UnixMilli() {
+		t.Fatalf("claims iat %v exp %v iat_ms %d, want %v and %v", c.IssuedAt, c.ExpiresAt, c.IssuedAtMs, now, now.Add(f.ttl))
+	}
+}
+
+// outboxEvents returns the queued events of a type, oldest first.
+func outboxEvents[T any](t *testing.T, db *pgxpool.Pool, eventType string) []contracts.Event[T] {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT data FROM outbox WHERE subject = $1 ORDER BY seq`, contracts.EventSubject(eventType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []contracts.Event[T]
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		var ev contracts.Event[T]
+		if err := json.Unmarshal(data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func count(t *testing.T, db *pgxpool.Pool, table string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestForgotPasswordQueuesTheEventForKnownAddressesOnly(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	if err := f.svc.ForgotPassword(ctx, "nobody@acme.test"); err != nil {
+		t.Fatalf("unknown address: %v", err)
+	}
+	if n, m := count(t, f.db, "outbox"), count(t, f.db, "password_resets"); n != 0 || m != 0 {
+		t.Fatalf("an unknown address left %d events and %d resets", n, m)
+	}
+	if err := f.svc.ForgotPassword(ctx, " ADMIN@acme.test "); err != nil {
+		t.Fatalf("known address: %v", err)
+	}
+	evs := outboxEvents[contracts.PasswordResetRequested](t, f.db, contracts.EventPasswordResetRequested)
+	p := f.admin(t)
+	if len(evs) != 1 {
+		t.Fatalf("%d events, want 1", len(evs))
+	}
+	ev := evs[0]
+	if ev.Type != contracts.EventPasswordResetRequested || ev.ID == "" || ev.CustomerID != p.CustomerID ||
+		!ev.OccurredAt.Equal(f.clock.Now()) || ev.Data.AccountID != p.AccountID || ev.Data.Email != adminEmail ||
+		ev.Data.Name != "Admin" || len(ev.Data.Token) != 43 || !ev.Data.ExpiresAt.Equal(f.clock.Now().Add(30*time.Minute)) {
+		t.Fatalf("event %+v", ev)
+	}
+}
+
+// TestResetTokenExpiresAfter30Minutes moves the clock to either side of the
+// expiry.
+func TestResetTokenExpiresAfter30Minutes(t *testing.T) {
+	cases := []struct {
+		name  string
+		after time.Duration
+		ok    bool
+	}{
+		{"just before expiry", 30*time.Minute - time.Second, true},
+		{"at expiry", 30 * time.Minute, false},
+		{"later", 2 * time.Hour, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, defaultLimits())
+			ctx := context.Background()
+			if err := f.svc.ForgotPassword(ctx, adminEmail); err != nil {
+				t.Fatal(err)
+			}
+			token := outboxEvents[contracts.PasswordResetRequested](t, f.db, contracts.EventPasswordResetRequested)[0].Data.Token
+			f.clock.Advance(tc.after)
+			err := f.svc.ResetPassword(ctx, token, "a brand new passphrase")
+			if !tc.ok {
+				if e := wantCode(t, err, apperr.Invalid); e.Fields["token"] == "" {
+					t.Fatalf("no token error: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := outboxEvents[contracts.PasswordChanged](t, f.db, contracts.EventPasswordChanged)
+			if len(changed) != 1 || changed[0].Data.AccountID != f.admin(t).AccountID {
+				t.Fatalf("password-changed events %+v", changed)
+			}
+			if _, err := f.svc.Login(ctx, adminEmail, "a brand new passphrase", "192.0.2.1"); err != nil {
+				t.Fatalf("new password: %v", err)
+			}
+			err = f.svc.ResetPassword(ctx, token, "yet another passphrase")
+			wantCode(t, err, apperr.Invalid)
+		})
+	}
+}
+
+// TestAccountCreationLimitPerCustomer fires parallel creations: exactly the
+// limit's worth get through, the rest get 429, and another customer keeps
+// its own allowance.
+func TestAccountCreationLimitPerCustomer(t *testing.T) {
+	f := newFixture(t, limits{email: 5, ip: 50, create: 4})
+	ctx := context.Background()
+	admin := f.admin(t)
+	var o outcomes
+	parallel(12, func(i int) {
+		_, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "agent" + randid.Hex(4) + "@acme.test",
+			Name: "Agent", Role: authn.RoleAgent, Password: "agent passphrase"})
+		o.add(t, err)
+	})
+	if o.codes[""] != 4 || o.codes[apperr.RateLimited] != 8 {
+		t.Fatalf("outcomes %v, want 4 created and 8 rate limited", o.codes)
+	}
+	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAdmin := authn.Principal{CustomerID: other.CustomerID, AccountID: other.ID, Role: authn.RoleAdmin}
+	if _, err := f.svc.CreateAccount(ctx, otherAdmin, auth.NewAccount{Email: "agent@other.test", Role: authn.RoleAgent, Password: "agent passphrase"}); err != nil {
+		t.Fatalf("another customer: %v", err)
+	}
+}
+
+// TestTakenAddressAnswersAlike: an address held by this customer or by
+// another gets the same conflict, which does not say where it is used.
+func TestTakenAddressAnswersAlike(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	admin := f.admin(t)
+	if _, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "agent@acme.test", Role: authn.RoleAgent, Password: "agent passphrase"}); err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAdmin := authn.Principal{CustomerID: other.CustomerID, AccountID: other.ID, Role: authn.RoleAdmin}
+	_, own := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "Agent@acme.test", Role: authn.RoleAgent, Password: "agent passphrase"})
+	_, foreign := f.svc.CreateAccount(ctx, otherAdmin, auth.NewAccount{Email: "agent@acme.test", Role: authn.RoleAgent, Password: "agent passphrase"})
+	eo, ef := wantCode(t, own, apperr.Conflict), wantCode(t, foreign, apperr.Conflict)
+	if eo.Message != ef.Message || len(eo.Fields) != 1 || eo.Fields["email"] != ef.Fields["email"] || len(ef.Fields) != 1 {
+		t.Fatalf("answers differ: %v / %v", own, foreign)
+	}
+	if !strings.Contains(eo.Fields["email"], "cannot be used for a new account") || strings.Contains(eo.Message, "customer") {
+		t.Fatalf("wording: %v", own)
+	}
+}
+
+// TestControlCharactersAreRefused: text that reaches PostgreSQL is checked
+// by the domain, 400 naming the field, before any work.
+func TestControlCharactersAreRefused(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	admin := f.admin(t)
+	cases := []struct {
+		name  string
+		field string
+		call  func() error
+	}{
+		{"login email NUL", "email", func() error {
+			_, err := f.svc.Login(ctx, "admin\x00@acme.test", adminPassword, "192.0.2.1")
+			return err
+		}},
+		{"forgot email NUL", "email", func() error { return f.svc.ForgotPassword(ctx, "admin@acme.test\x00") }},
+		{"reset token NUL", "token", func() error { return f.svc.ResetPassword(ctx, "abc\x00def", "a long passphrase") }},
+		{"account name NUL", "name", func() error {
+			_, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "n@acme.test", Name: "Bob\x00", Role: authn.RoleAgent, Password: "agent passphrase"})
+			return err
+		}},
+		{"account name newline", "name", func() error {
+			_, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "n@acme.test", Name: "Bob\nBob", Role: authn.RoleAgent, Password: "agent passphrase"})
+			return err
+		}},
+		{"account email DEL", "email", func() error {
+			_, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "n\x7f@acme.test", Name: "Bob", Role: authn.RoleAgent, Password: "agent passphrase"})
+			return err
+		}},
+		{"bootstrap customer NUL", "customer", func() error {
+			_, _, err := f.svc.Bootstrap(ctx, "Ac\x00me", "b@acme.test", "Admin", "a long passphrase")
+			return err
+		}},
+		{"bootstrap name NUL", "name", func() error {
+			_, _, err := f.svc.Bootstrap(ctx, "Acme", "b@acme.test", "Ad\x00min", "a long passphrase")
+			return err
+		}},
+		{"bootstrap customer invalid UTF-8", "customer", func() error {
+			_, _, err := f.svc.Bootstrap(ctx, "Ac\xffme", "b@acme.test", "Admin", "a long passphrase")
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if e := wantCode(t, tc.call(), apperr.Invalid); e.Fields[tc.field] == "" {
+				t.Fatalf("no error for %s: %v", tc.field, e)
+			}
+		})
+	}
+	if n := f.hashes.Load(); n != 0 {
+		t.Fatalf("%d password checks for refused input", n)
+	}
+}
