@@ -20,7 +20,6 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/requestid"
 )
 
@@ -227,23 +226,6 @@ func (b *Bus) EnsureEventsStream(ctx context.Context) error {
 func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
 	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("natsbus: stream %s: %w", cfg.Name, err)
-	}
-	return nil
-}
-
-// PublishEvent publishes a typed event on the EVENTS stream and waits for
-// the stream's acknowledgement.
-func PublishEvent[T any](ctx context.Context, b *Bus, eventType string, customerID int64, data T) error {
-	ev := contracts.Event[T]{ID: randid.Hex(16), Type: eventType, CustomerID: customerID, OccurredAt: b.now().UTC(), Data: data}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("natsbus: encode %s: %w", eventType, err)
-	}
-	msg := nats.NewMsg(b.Names.Subject(contracts.EventSubject(eventType)))
-	msg.Data = body
-	setRequestID(ctx, msg)
-	if _, err := b.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID)); err != nil {
-		return fmt.Errorf("natsbus: publish %s: %w", eventType, err)
 	}
 	return nil
 }
