@@ -2,14 +2,13 @@ package stack
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"supportplatform.dev/pkg/randid"
 )
 
 // TestDatabasePrefix starts the name of every database CreateDatabase makes;
@@ -37,7 +36,7 @@ func EnsureDatabase(ctx context.Context, name string) error {
 
 // CreateDatabase creates a fresh, uniquely named database and returns its name.
 func (in Infra) CreateDatabase(ctx context.Context) (string, error) {
-	name := TestDatabasePrefix + randomHex(6)
+	name := TestDatabasePrefix + randid.Hex(6)
 	if err := in.admin(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
@@ -115,10 +114,4 @@ func replaceUser(rawURL, user string) string {
 	}
 	u.User = url.User(user)
 	return u.String()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // documented never to fail
-	return hex.EncodeToString(b)
 }

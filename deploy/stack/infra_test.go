@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"supportplatform.dev/pkg/randid"
 )
 
 // These run against the machine's real PostgreSQL, Redis and NATS (make
@@ -80,7 +82,7 @@ func TestDatabaseLifecycle(t *testing.T) {
 		t.Errorf("dropped database still exists: %v %v", ok, err)
 	}
 
-	ensured := TestDatabasePrefix + "ensure_" + randomHex(3)
+	ensured := TestDatabasePrefix + "ensure_" + randid.Hex(3)
 	if err := in.EnsureDatabase(ctx, ensured); err != nil {
 		t.Fatal(err)
 	}

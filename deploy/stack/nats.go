@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // NATSServerBin is the nats-server of Debian's package nats-server.
@@ -40,10 +41,10 @@ func (s *Stack) startNATS(ctx context.Context, names contracts.Names) error {
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	s.natsPasswords = map[string]string{}
 	users := ServiceNATSUsers(names, false, func(user string) string {
-		s.natsPasswords[user] = randomHex(16)
+		s.natsPasswords[user] = randid.Hex(16)
 		return s.natsPasswords[user]
 	})
-	s.natsPasswords[contracts.HarnessUser] = randomHex(16)
+	s.natsPasswords[contracts.HarnessUser] = randid.Hex(16)
 	users = append(users, NATSUser{Name: contracts.HarnessUser, Password: s.natsPasswords[contracts.HarnessUser],
 		Permissions: names.HarnessPermissions()})
 	conf := filepath.Join(dir, "nats.conf")

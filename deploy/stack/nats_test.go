@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Every service the stack starts has NATS permissions, and every service
@@ -82,7 +83,7 @@ func (s *natsSession) send(t *testing.T, cmd string) string {
 }
 
 func TestStackNATSUsers(t *testing.T) {
-	names := contracts.Names{Prefix: "tn" + randomHex(3)}
+	names := contracts.Names{Prefix: "tn" + randid.Hex(3)}
 	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
 	if err := s.startNATS(t.Context(), names); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Account is a customer with its admin account, seeded with the auth
@@ -140,7 +141,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	unique := randomHex(5)
+	unique := randid.Hex(5)
 	if opts.RedisPrefix == "" {
 		opts.RedisPrefix = "t" + unique
 	}

@@ -22,6 +22,7 @@ import (
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // envOf returns one variable of a service's environment in the stack.
@@ -84,8 +85,8 @@ func mint(t testing.TB, kid string, c authn.Claims, key ed25519.PrivateKey) stri
 // newCustomer bootstraps another tenant with its own admin and logs in.
 func newCustomer(t testing.TB, name string) (email, password, token string) {
 	t.Helper()
-	email = "admin-" + randomHex(4) + "@" + strings.ToLower(strings.ReplaceAll(name, " ", "")) + ".test"
-	password = "pw-" + randomHex(10)
+	email = "admin-" + randid.Hex(4) + "@" + strings.ToLower(strings.ReplaceAll(name, " ", "")) + ".test"
+	password = "pw-" + randid.Hex(10)
 	out, err := stk.Command(t.Context(), "auth", "bootstrap", "-customer", name, "-email", email, "-password", password).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bootstrap %s: %v %s", name, err, out)
@@ -216,7 +217,7 @@ func TestAuthRejectsBadTokens(t *testing.T) {
 func TestAuthLoginFailuresAndThrottling(t *testing.T) {
 	c := client(t)
 	wrong := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": demo.Email, "password": "not the password"})
-	unknown := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": "nobody-" + randomHex(4) + "@example.com", "password": "not the password"})
+	unknown := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": "nobody-" + randid.Hex(4) + "@example.com", "password": "not the password"})
 	if wrong.Status != http.StatusUnauthorized || unknown.Status != http.StatusUnauthorized {
 		t.Fatalf("wrong password %d, unknown address %d", wrong.Status, unknown.Status)
 	}
@@ -228,7 +229,7 @@ func TestAuthLoginFailuresAndThrottling(t *testing.T) {
 
 	// Parallel guesses for one address: each is counted before the password
 	// is checked, so exactly the limit (5) get an answer about the password.
-	victim := "throttle-" + randomHex(4) + "@example.com"
+	victim := "throttle-" + randid.Hex(4) + "@example.com"
 	statuses := parallelStatuses(t, 20, func(i int) *Response {
 		return c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": victim, "password": "guess-" + strconv.Itoa(i)})
 	})
@@ -325,7 +326,7 @@ func TestAuthPasswordReset(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 
-	for _, addr := range []string{"nobody-" + randomHex(3) + "@example.com", email} {
+	for _, addr := range []string{"nobody-" + randid.Hex(3) + "@example.com", email} {
 		if r := c.Do(http.MethodPost, "/api/Auth/forgot-password", "", map[string]string{"email": addr}); r.Status != http.StatusAccepted {
 			t.Fatalf("forgot %s: %d %s", addr, r.Status, r.Body)
 		}
@@ -384,7 +385,7 @@ func TestAuthPasswordReset(t *testing.T) {
 func TestAuthAccountsAndRoles(t *testing.T) {
 	c := client(t)
 	_, _, admin := newCustomer(t, "Roles Co")
-	agentEmail := "agent-" + randomHex(4) + "@roles.test"
+	agentEmail := "agent-" + randid.Hex(4) + "@roles.test"
 	r := c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": agentEmail, "name": "Agent", "role": "agent", "password": "agent passphrase"})
 	if r.Status != http.StatusCreated || r.Header.Get("Location") == "" {
 		t.Fatalf("create agent: %d %s", r.Status, r.Body)
@@ -522,7 +523,7 @@ func TestAuthAccountCreationLimit(t *testing.T) {
 	c := client(t)
 	_, _, admin := newCustomer(t, "Busy Co")
 	statuses := parallelStatuses(t, 24, func(i int) *Response {
-		return c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": "bulk-" + strconv.Itoa(i) + "-" + randomHex(3) + "@busy.test",
+		return c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": "bulk-" + strconv.Itoa(i) + "-" + randid.Hex(3) + "@busy.test",
 			"name": "Bulk", "role": "integration", "password": "integration passphrase"})
 	})
 	if statuses[http.StatusCreated] != 20 || statuses[http.StatusTooManyRequests] != 4 {
@@ -530,7 +531,7 @@ func TestAuthAccountCreationLimit(t *testing.T) {
 	}
 	// Another customer has its own allowance.
 	_, _, other := newCustomer(t, "Calm Co")
-	r := c.Do(http.MethodPost, "/api/Accounts", other, map[string]string{"email": "one-" + randomHex(3) + "@calm.test", "role": "agent", "password": "agent passphrase"})
+	r := c.Do(http.MethodPost, "/api/Accounts", other, map[string]string{"email": "one-" + randid.Hex(3) + "@calm.test", "role": "agent", "password": "agent passphrase"})
 	if r.Status != http.StatusCreated {
 		t.Fatalf("another customer: %d %s", r.Status, r.Body)
 	}
@@ -545,7 +546,7 @@ func TestAuthControlCharacters(t *testing.T) {
 		name, path, token, body, field string
 	}{
 		{"login email", "/api/Auth/login", "", `{"email":"nul\u0000@example.com","password":"not the password"}`, "email"},
-		{"account name", "/api/Accounts", admin, `{"email":"nul-` + randomHex(3) + `@nul.test","name":"Bob\u0000","role":"agent","password":"agent passphrase"}`, "name"},
+		{"account name", "/api/Accounts", admin, `{"email":"nul-` + randid.Hex(3) + `@nul.test","name":"Bob\u0000","role":"agent","password":"agent passphrase"}`, "name"},
 		{"account email", "/api/Accounts", admin, `{"email":"nul\u0000@nul.test","name":"Bob","role":"agent","password":"agent passphrase"}`, "email"},
 		{"reset token", "/api/Auth/reset-password", "", `{"token":"abc\u0000","newPassword":"a long new passphrase"}`, "token"},
 	}

@@ -20,6 +20,7 @@ import (
 
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/apicontract"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Plain HTTP must be refused on every path and method with a 403 problem,
@@ -30,7 +31,7 @@ import (
 func TestPlainHTTPRefusedAndNeverProxied(t *testing.T) {
 	c := client(t)
 	token := c.Login(demo.Email, demo.Password)
-	run := randomHex(6)
+	run := randid.Hex(6)
 
 	tests := []struct {
 		name       string

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/apicontract"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Set up once by TestMain for every test of the package.
@@ -70,7 +69,7 @@ func run(m *testing.M) int {
 	demo = &stack.Account{
 		Customer: "E2E Company",
 		Email:    "e2e-admin@example.com",
-		Password: "pw-" + randomHex(12),
+		Password: "pw-" + randid.Hex(12),
 		Name:     "E2E Admin",
 	}
 	llm = startFakeLLM()
@@ -133,12 +132,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func tail(s string, lines int) string {

@@ -15,13 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // topics runs as its own PostgreSQL role: it reads and writes its schema and
 // is refused auth's, so a flaw in topics cannot leak accounts.
 func TestTopicsRoleCannotReadAuth(t *testing.T) {
 	tn := newTenant(t)
-	wantOK(t, tn.on(t).post(topicsPath, map[string]any{"name": "Privilege " + randomHex(3)}), http.StatusCreated, nil)
+	wantOK(t, tn.on(t).post(topicsPath, map[string]any{"name": "Privilege " + randid.Hex(3)}), http.StatusCreated, nil)
 
 	dbURL := envOf(t, "topics", "DATABASE_URL")
 	if u, err := url.Parse(dbURL); err != nil || u.User.Username() != "sp_topics" {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"supportplatform.dev/pkg/randid"
 )
 
 // Every list reads its query the same way (httpserver.Query): names in any
@@ -17,7 +19,7 @@ func TestStrictQueryParameters(t *testing.T) {
 	// Six records in each list: the admin plus five agents, six topics.
 	for i := range 5 {
 		r := c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{
-			"email": fmt.Sprintf("agent%d-%s@query.test", i, randomHex(3)), "name": "Agent", "role": "agent", "password": "agent passphrase"})
+			"email": fmt.Sprintf("agent%d-%s@query.test", i, randid.Hex(3)), "name": "Agent", "role": "agent", "password": "agent passphrase"})
 		if r.Status != http.StatusCreated {
 			t.Fatalf("create agent: %d %s", r.Status, r.Body)
 		}
@@ -84,7 +86,7 @@ func TestNULInBodiesRefused(t *testing.T) {
 	_, _, admin := newCustomer(t, "NUL Co")
 	wantProblem(t, c.Do(http.MethodPost, "/api/Auth/login", "", `{"email":"a\u0000@example.com","password":"x"}`), http.StatusBadRequest, "email")
 	wantProblem(t, c.Do(http.MethodPost, "/api/Accounts", admin,
-		`{"email":"nul-`+randomHex(3)+`@nul.test","name":"Ann\u0000","role":"agent","password":"agent passphrase"}`), http.StatusBadRequest, "name")
+		`{"email":"nul-`+randid.Hex(3)+`@nul.test","name":"Ann\u0000","role":"agent","password":"agent passphrase"}`), http.StatusBadRequest, "name")
 	wantProblem(t, c.Do(http.MethodPost, "/api/Topics", admin, `{"name":"x","description":"\u0000"}`), http.StatusBadRequest, "description")
 	wantProblem(t, c.Do(http.MethodPost, "/api/TopicActions/bulk", admin, `{"items":[{"topicId":1,"actionId":2},{"topicId":1,"actionId":3,"hookName":"\u0000"}]}`), http.StatusBadRequest, "items[1].hookName")
 }

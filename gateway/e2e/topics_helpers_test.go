@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"supportplatform.dev/pkg/randid"
 )
 
 // Helpers of the topics end-to-end tests (topics_test.go). Every request
@@ -125,7 +127,7 @@ type tenant struct {
 // reads its customer id from /api/Customers/me.
 func newTenant(t *testing.T) tenant {
 	t.Helper()
-	_, _, token := newCustomer(t, "Topics "+randomHex(4))
+	_, _, token := newCustomer(t, "Topics "+randid.Hex(4))
 	r := client(t).Do(http.MethodGet, "/api/Customers/me", token, nil)
 	var m me
 	wantOK(t, r, http.StatusOK, &m)

@@ -20,6 +20,7 @@ import (
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // The topics service through the gateway: topics, topic actions (bulk
@@ -77,7 +78,7 @@ func TestTopicsCRUD(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	name := "Billing " + randomHex(4)
+	name := "Billing " + randid.Hex(4)
 
 	// Create: name and description are trimmed; 201 with the topic and its Location.
 	r := a.post(topicsPath, map[string]any{"name": "  " + name + "\t", "description": " Invoices and payments \n"})
@@ -93,7 +94,7 @@ func TestTopicsCRUD(t *testing.T) {
 
 	// The description is optional.
 	var bare topicBody
-	wantOK(t, a.post(topicsPath, map[string]any{"name": "Bare " + randomHex(4)}), http.StatusCreated, &bare)
+	wantOK(t, a.post(topicsPath, map[string]any{"name": "Bare " + randid.Hex(4)}), http.StatusCreated, &bare)
 	if bare.Description != "" || getAs[topicBody](a, at(topicsPath, bare.TopicID)) != bare {
 		t.Fatalf("bare topic %+v", bare)
 	}
@@ -118,20 +119,20 @@ func TestTopicsCRUD(t *testing.T) {
 	if got := getAs[topicBody](a, at(topicsPath, bare.TopicID)); got != bare {
 		t.Fatalf("a refused rename changed the topic: %+v", got)
 	}
-	accented := a.createTopic("Émile Zola "+randomHex(3), "")
+	accented := a.createTopic("Émile Zola "+randid.Hex(3), "")
 	wantProblem(t, a.post(topicsPath, map[string]any{"name": strings.ToUpper(accented.Name)}), http.StatusConflict, "name")
 	wantIDs(t, "topics", idsOf[topicBody](a, topicsPath), []int64{tp.TopicID, bare.TopicID, accented.TopicID})
 
 	// DELETE: 204 without a body, then the topic is gone for every method.
 	wantOK(t, a.del(at(topicsPath, tp.TopicID)), http.StatusNoContent, nil)
 	wantProblem(t, a.get(at(topicsPath, tp.TopicID)), http.StatusNotFound)
-	wantProblem(t, a.put(at(topicsPath, tp.TopicID), map[string]any{"name": "Back " + randomHex(3)}), http.StatusNotFound)
+	wantProblem(t, a.put(at(topicsPath, tp.TopicID), map[string]any{"name": "Back " + randid.Hex(3)}), http.StatusNotFound)
 	wantProblem(t, a.del(at(topicsPath, tp.TopicID)), http.StatusNotFound)
 	wantIDs(t, "topics after delete", idsOf[topicBody](a, topicsPath), []int64{bare.TopicID, accented.TopicID})
 
 	// Ids nobody has, and ids that are not positive integers.
 	wantProblem(t, a.get(at(topicsPath, missingID)), http.StatusNotFound)
-	wantProblem(t, a.put(at(topicsPath, missingID), map[string]any{"name": "Nobody " + randomHex(3)}), http.StatusNotFound)
+	wantProblem(t, a.put(at(topicsPath, missingID), map[string]any{"name": "Nobody " + randid.Hex(3)}), http.StatusNotFound)
 	wantProblem(t, a.del(at(topicsPath, missingID)), http.StatusNotFound)
 	for _, id := range []string{"abc", "0", "-1", "1.5", "1e3", "99999999999999999999", "%20"} {
 		wantProblem(t, a.get(topicsPath+"/"+id), http.StatusBadRequest, "id")
@@ -144,7 +145,7 @@ func TestTopicsValidation(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	existing := a.createTopic("Returns "+randomHex(3), "kept as is")
+	existing := a.createTopic("Returns "+randid.Hex(3), "kept as is")
 
 	cases := []struct {
 		name   string
@@ -180,7 +181,7 @@ func TestTopicsValidation(t *testing.T) {
 
 	// The bounds themselves are accepted: 200 characters once trimmed (not
 	// bytes), 2000 characters of multi-line description.
-	long := strings.Repeat("é", 194) + randomHex(3)
+	long := strings.Repeat("é", 194) + randid.Hex(3)
 	desc := strings.Repeat("line\n", 398) + "tab\tend" + "abc"
 	tp := a.createTopic("  "+long+"  ", desc)
 	if tp.Name != long || tp.Description != desc || len([]rune(tp.Name)) != 200 || len([]rune(desc)) != 2000 {
@@ -195,7 +196,7 @@ func TestTopicsValidation(t *testing.T) {
 func TestTopicsListPagingFilterSort(t *testing.T) {
 	t.Parallel()
 	a := newTenant(t).on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	var created []topicBody
 	for i := 1; i <= 25; i++ {
 		created = append(created, a.createTopic(fmt.Sprintf("Topic %02d %s", i, sfx), ""))
@@ -277,7 +278,7 @@ func TestTopicActions(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	t1 := a.createTopic("Payments "+sfx, "")
 	t2 := a.createTopic("Delivery "+sfx, "")
 	slack := a.createAction("Notify "+sfx, "Slack", ptr[int64](7), true)
@@ -422,7 +423,7 @@ func TestTopicActionsBulk(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	tp := a.createTopic("Bulk "+sfx, "")
 	other := a.createTopic("Bulk other "+sfx, "")
 	var acts []actionBody
@@ -541,7 +542,7 @@ func TestTopicDocuments(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	t1 := a.createTopic("Docs "+sfx, "")
 	t2 := a.createTopic("Docs two "+sfx, "")
 	faq := a.createDocument("FAQ "+sfx, ptr[int64](3), "", false)
@@ -658,7 +659,7 @@ func TestPageTopicMappings(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	help := a.createTopic("Help "+sfx, "")
 	billing := a.createTopic("Billing "+sfx, "")
 	invoices := a.createTopic("Invoices "+sfx, "")
@@ -814,7 +815,7 @@ func TestActionsCRUD(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 
 	r := a.post(actionsPath, map[string]any{"name": " Notify " + sfx + " ", "hookName": " slack ", "channelID": 4})
 	var act actionBody
@@ -903,7 +904,7 @@ func TestDocumentsCRUD(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 
 	r := a.post(documentsPath, map[string]any{"title": " Returns policy " + sfx + " ", "content": "Line 1\nLine 2\n"})
 	var doc documentBody
@@ -995,7 +996,7 @@ func TestTopicsCrossTenant(t *testing.T) {
 	t.Parallel()
 	ta, tb := newTenant(t), newTenant(t)
 	a, b := ta.on(t), tb.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 
 	aTopic := a.createTopic("Owned "+sfx, "only for A")
 	aAction := a.createAction("A action "+sfx, "hook", ptr[int64](3), true)
@@ -1100,7 +1101,7 @@ func TestTopicDeletion(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	doomed := a.createTopic("Doomed "+sfx, "soon gone")
 	keep := a.createTopic("Kept "+sfx, "")
 	act := a.createAction("Act "+sfx, "hook", nil, true)
@@ -1267,7 +1268,7 @@ func TestTopicDeletion(t *testing.T) {
 func TestTopicsPathsAreCaseInsensitive(t *testing.T) {
 	t.Parallel()
 	a := newTenant(t).on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 
 	var tp topicBody
 	r := a.post("/API/TOPICS", map[string]any{"name": "Case " + sfx})
@@ -1341,7 +1342,7 @@ func TestTopicsMalformedBodies(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	tp := a.createTopic("Malformed "+sfx, "")
 	act := a.createAction("Malformed "+sfx, "h", nil, true)
 	doc := a.createDocument("Malformed "+sfx, nil, "", false)
@@ -1434,7 +1435,7 @@ func TestTopicsConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	act := a.createAction("Race "+sfx, "h", nil, true)
 	doc := a.createDocument("Race "+sfx, nil, "", false)
 	base := a.createTopic("Race base "+sfx, "")
@@ -1502,7 +1503,7 @@ func TestTopicActionsBulkConcurrentOverlap(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	a := tn.on(t)
-	sfx := randomHex(3)
+	sfx := randid.Hex(3)
 	tp := a.createTopic("Deadlock "+sfx, "")
 	for round := range 3 {
 		var forward, backward []any
@@ -1534,7 +1535,7 @@ func TestTopicActionsBulkConcurrentOverlap(t *testing.T) {
 func TestTopicsInvalidUTF8AndMalformedQuery(t *testing.T) {
 	t.Parallel()
 	a := newTenant(t).on(t)
-	name := "Caf\xe9 " + randomHex(3)
+	name := "Caf\xe9 " + randid.Hex(3)
 	r := a.raw(http.MethodPost, topicsPath, "application/json", "{\"name\":\""+name+"\"}")
 	if p := wantProblem(t, r, http.StatusBadRequest); !strings.Contains(p.Detail, "UTF-8") {
 		t.Fatalf("detail %q", p.Detail)
@@ -1585,7 +1586,7 @@ func TestTopicsRejectBadTokens(t *testing.T) {
 			a := as{t: t, c: client(t), token: token}
 			for _, r := range []*Response{
 				a.get(topicsPath),
-				a.post(topicsPath, map[string]any{"name": "Forged " + randomHex(3)}),
+				a.post(topicsPath, map[string]any{"name": "Forged " + randid.Hex(3)}),
 				a.get(lookupPath + "?url=" + url.QueryEscape("https://shop.example/")),
 				a.del(at(topicActionsPath, 1)),
 			} {
@@ -1605,7 +1606,7 @@ func TestTopicsRejectBadTokens(t *testing.T) {
 func TestTopicsUnknownRoutesAndMethods(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	tp := tn.on(t).createTopic("Routes "+randomHex(3), "")
+	tp := tn.on(t).createTopic("Routes "+randid.Hex(3), "")
 	for _, tc := range []struct {
 		method, path string
 		status       int

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"supportplatform.dev/pkg/randid"
 )
 
 // translate posts to a translation route and decodes the bare JSON string.
@@ -47,7 +48,7 @@ func TestTranslateWithApertium(t *testing.T) {
 func TestTranslateWithTheLLMProvider(t *testing.T) {
 	tok := client(t).Login(demo.Email, demo.Password)
 	// No Apertium pair serves en->de, so the OpenAI-compatible provider does.
-	text := "Please reset my password " + randomHex(3)
+	text := "Please reset my password " + randid.Hex(3)
 	before := llm.calls.Load()
 	resp, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": text, "targetLang": "de"})
 	if resp.Status != http.StatusOK || out != "[de] "+text {
@@ -60,7 +61,7 @@ func TestTranslateWithTheLLMProvider(t *testing.T) {
 		t.Fatalf("the model was called %d times; the repeat must come from the cache", n)
 	}
 	// Markup in plain-text mode is text: it reaches the engine as is.
-	if _, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": "Click <b>here</b> " + randomHex(2), "targetLang": "de"}); !strings.Contains(out, "<b>here</b>") {
+	if _, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": "Click <b>here</b> " + randid.Hex(2), "targetLang": "de"}); !strings.Contains(out, "<b>here</b>") {
 		t.Fatalf("markup must be kept as text: %q", out)
 	}
 }
@@ -104,7 +105,7 @@ func TestTranslateErrors(t *testing.T) {
 	}
 
 	// 500 during translation: the provider fails; nothing internal leaks.
-	resp := c.Do(http.MethodPost, "/api/Translations/translate", tok, map[string]string{"sourceText": "Tell me about Atlantis " + randomHex(3), "targetLang": "de"})
+	resp := c.Do(http.MethodPost, "/api/Translations/translate", tok, map[string]string{"sourceText": "Tell me about Atlantis " + randid.Hex(3), "targetLang": "de"})
 	p := resp.Problem(t)
 	if resp.Status != http.StatusInternalServerError || strings.Contains(resp.String(), "crashed") || p.RequestID == "" {
 		t.Fatalf("provider failure: %d %s", resp.Status, resp.Body)

@@ -9,8 +9,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,6 +28,7 @@ import (
 
 	"supportplatform.dev/deploy/loadgen"
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/pkg/randid"
 )
 
 // staticBody is about the size of a /api/Customers/me answer.
@@ -98,7 +97,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	go func() { _ = static.Serve(ln) }()
 	defer static.Close()
 
-	demo := &stack.Account{Customer: "Bench Company", Email: "bench@example.com", Password: "bench-" + randomHex(12), Name: "Bench Admin"}
+	demo := &stack.Account{Customer: "Bench Company", Email: "bench@example.com", Password: "bench-" + randid.Hex(12), Name: "Bench Admin"}
 	var logw io.Writer // nil: processes write their log files directly
 	if *verbose {
 		logw = os.Stderr
@@ -408,10 +407,4 @@ func cpuPerRequest(before, after map[string]time.Duration, r loadgen.Result) str
 		parts = append(parts, fmt.Sprintf("%s %dµs", label, (d/time.Duration(total)).Microseconds()))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
