@@ -97,6 +97,14 @@ func Setup(ctx context.Context, o Options, log *slog.Logger) error {
 	migrateURL := o.MigrateURL
 	if migrateURL == "" {
 		migrateURL = o.URL
+		// A service that runs with its own role only (production, after
+		// `<service> migrate` ran as the owner) has no right to create
+		// anything: when nothing is pending there is nothing to do.
+		if done, err := upToDate(ctx, o.URL, o.Schema, o.Migrations); err != nil {
+			return err
+		} else if done {
+			return nil
+		}
 	}
 	conn, err := pgx.Connect(ctx, migrateURL)
 	if err != nil {
@@ -111,6 +119,45 @@ func Setup(ctx context.Context, o Options, log *slog.Logger) error {
 		log.Info("migrations applied", "schema", o.Schema, "count", n)
 	}
 	return nil
+}
+
+// upToDate reports whether every migration is recorded in the schema's
+// schema_migrations, reading it as the user of url.
+func upToDate(ctx context.Context, url, schema string, fsys fs.FS) (bool, error) {
+	ms, err := readMigrations(fsys)
+	if err != nil {
+		return false, err
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return false, fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&exists); err != nil {
+		return false, fmt.Errorf("postgres: read migrations: %w", err)
+	}
+	if !exists {
+		return false, nil
+	}
+	rows, err := conn.Query(ctx, "SELECT version FROM "+pgx.Identifier{schema}.Sanitize()+".schema_migrations")
+	if err != nil {
+		return false, fmt.Errorf("postgres: read migrations: %w", err)
+	}
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return false, fmt.Errorf("postgres: read migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	for _, v := range vs {
+		applied[v] = true
+	}
+	for _, m := range ms {
+		if !applied[m.version] {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // grantee is the runtime role Setup grants rights to.

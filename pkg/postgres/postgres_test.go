@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -180,6 +181,20 @@ func TestRuntimeRolesSeeOnlyTheirSchema(t *testing.T) {
 	}
 	// A second start (a new replica, a restart) changes nothing and works.
 	open(roleA, "svc_a")
+
+	// Production: the owner ran `migrate`; the service starts with its own
+	// role only, which may create nothing. Nothing pending: it starts.
+	own, err := postgres.Open(ctx, postgres.Options{URL: pgtest.URLAs(admin, roleA), Schema: "svc_a",
+		Migrations: os.DirFS("testdata/m1")}, log)
+	if err != nil {
+		t.Fatalf("start with the runtime role alone, migrations applied: %v", err)
+	}
+	own.Close()
+	// A migration pending: the role cannot apply it, and the start says so.
+	if _, err := postgres.Open(ctx, postgres.Options{URL: pgtest.URLAs(admin, roleA), Schema: "svc_a",
+		Migrations: fstest.MapFS{"001_a.sql": {Data: []byte("SELECT 1")}, "099_new.sql": {Data: []byte("CREATE TABLE later (id int)")}}}, log); err == nil {
+		t.Fatal("the runtime role applied a migration")
+	}
 }
 
 // Roles are cluster-wide: services of many databases (parallel tests,
