@@ -2,15 +2,16 @@
 package natstest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"net"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Start runs a JetStream-enabled server on a free port, without
@@ -63,23 +64,61 @@ func ServerPermissions(p contracts.Permissions) *server.Permissions {
 
 func start(t testing.TB, opts *server.Options) string {
 	t.Helper()
-	opts.Host, opts.Port = "127.0.0.1", -1
-	opts.JetStream, opts.StoreDir = true, t.TempDir()
-	opts.NoLog, opts.NoSigs = true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s.ClientURL()
+	return StartServer(t, opts).URL()
 }
 
-func randomPassword() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// Server is an in-process JetStream server a test can stop and start again
+// on the same port with the same storage (NATS going down and coming back).
+type Server struct {
+	t    testing.TB
+	opts server.Options
+	srv  *server.Server
 }
+
+// StartServer runs a JetStream-enabled server on a free port with opts
+// (users, permissions) and stops it when the test ends.
+func StartServer(t testing.TB, opts *server.Options) *Server {
+	t.Helper()
+	if opts == nil {
+		opts = &server.Options{}
+	}
+	o := *opts
+	o.Host, o.Port = "127.0.0.1", -1
+	o.JetStream, o.StoreDir = true, t.TempDir()
+	o.NoLog, o.NoSigs = true, true
+	s := &Server{t: t, opts: o}
+	s.Start()
+	s.opts.Port = s.srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// URL is the server's client URL (the same across restarts).
+func (s *Server) URL() string { return "nats://" + net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)) }
+
+// Start starts the server again after Stop (the first start is StartServer's).
+func (s *Server) Start() {
+	s.t.Helper()
+	opts := s.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		s.t.Fatal("nats server did not start")
+	}
+	s.srv = srv
+}
+
+// Stop shuts the server down and waits until it is gone; a second Stop does
+// nothing.
+func (s *Server) Stop() {
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+		s.srv = nil
+	}
+}
+
+func randomPassword() string { return randid.Hex(16) }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -15,11 +14,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/requestid"
@@ -43,39 +42,9 @@ func openDB(t *testing.T) *pgxpool.Pool {
 	return db
 }
 
-// natsServer is an in-process JetStream server that the test can stop and
-// start again on the same port and store.
-type natsServer struct {
-	t    *testing.T
-	opts server.Options
-	srv  *server.Server
-}
-
-func startNATS(t *testing.T) *natsServer {
-	n := &natsServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
-	n.start()
-	n.opts.Port = n.srv.Addr().(*net.TCPAddr).Port
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *natsServer) start() {
-	s, err := server.NewServer(&n.opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		n.t.Fatal("nats server did not start")
-	}
-	n.srv = s
-}
-
-func (n *natsServer) stop() { n.srv.Shutdown(); n.srv.WaitForShutdown() }
-
 type env struct {
 	db   *pgxpool.Pool
-	nats *natsServer
+	nats *natstest.Server
 	bus  *natsbus.Bus
 	cons jetstream.Consumer
 }
@@ -83,9 +52,9 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{db: openDB(t), nats: startNATS(t)}
+	e := &env{db: openDB(t), nats: natstest.StartServer(t, nil)}
 	var err error
-	e.bus, err = natsbus.Connect(e.nats.srv.ClientURL(), "outbox-test", contracts.Names{Prefix: "ob"}, quiet)
+	e.bus, err = natsbus.Connect(e.nats.URL(), "outbox-test", contracts.Names{Prefix: "ob"}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +168,7 @@ func TestCommittedEventsArePublishedOnceAndRolledBackOnesNever(t *testing.T) {
 func TestEventSurvivesNATSBeingDown(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	e.nats.stop()
+	e.nats.Stop()
 	e.write(t, ctx, "while down", false)
 	r := NewRelay(e.db, e.bus, quiet)
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -211,7 +180,7 @@ func TestEventSurvivesNATSBeingDown(t *testing.T) {
 	if e.pending(t) != 1 {
 		t.Fatal("the event is no longer in the outbox after a failed publish")
 	}
-	e.nats.start()
+	e.nats.Start()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -30,6 +28,7 @@ import (
 	"supportplatform.dev/pkg/config/configtest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/httpserver"
+	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/servicetest"
 	"supportplatform.dev/services/auth/internal/auth"
 	"supportplatform.dev/services/auth/internal/httpapi"
@@ -262,53 +261,14 @@ func TestPasswordResetPublishesEventAndVoidsTokens(t *testing.T) {
 	}
 }
 
-// natsServer is an in-process JetStream server that can be stopped and
-// started again on the same port with the same storage.
-type natsServer struct {
-	t    *testing.T
-	opts server.Options
-	s    *server.Server
-}
-
-func startNATS(t *testing.T) *natsServer {
-	t.Helper()
-	n := &natsServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
-	n.start()
-	n.opts.Port = n.s.Addr().(*net.TCPAddr).Port
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *natsServer) start() {
-	n.t.Helper()
-	opts := n.opts
-	s, err := server.NewServer(&opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		n.t.Fatal("nats server did not start")
-	}
-	n.s = s
-}
-
-func (n *natsServer) stop() {
-	if n.s != nil {
-		n.s.Shutdown()
-		n.s.WaitForShutdown()
-		n.s = nil
-	}
-}
-
 // TestForgotPasswordWhileNATSIsDown: with NATS unreachable, a known and an
 // unknown address both get 202, and the known one's event is published
 // once NATS is back.
 func TestForgotPasswordWhileNATSIsDown(t *testing.T) {
-	ns := startNATS(t)
-	natsURL := ns.s.ClientURL()
+	ns := natstest.StartServer(t, nil)
+	natsURL := ns.URL()
 	svc := startAuth(t, map[string]string{"NATS_URL": natsURL})
-	ns.stop()
+	ns.Stop()
 
 	for _, addr := range []string{"nobody@acme.test", adminEmail} {
 		if st, _, b := post(t, svc, "/api/Auth/forgot-password", `{"email":"`+addr+`"}`, nil); st != http.StatusAccepted {
@@ -319,7 +279,7 @@ func TestForgotPasswordWhileNATSIsDown(t *testing.T) {
 		t.Fatal("NATS is not down: the test would prove nothing")
 	}
 
-	ns.start()
+	ns.Start()
 	ev := lastEvent[contracts.PasswordResetRequested](t, natsURL, svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 20*time.Second)
 	checkResetEvent(t, ev)
 	conn, err := pgx.Connect(t.Context(), svc.Env["DATABASE_URL"])

@@ -7,62 +7,29 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/servicetest"
 )
-
-// natsServer is an in-process JetStream server the test can stop and start
-// again on the same port and store.
-type natsServer struct {
-	t    *testing.T
-	opts server.Options
-	srv  *server.Server
-}
-
-func startNATS(t *testing.T) *natsServer {
-	t.Helper()
-	n := &natsServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
-	n.start()
-	n.opts.Port = n.srv.Addr().(*net.TCPAddr).Port
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *natsServer) start() {
-	n.t.Helper()
-	s, err := server.NewServer(&n.opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		n.t.Fatal("nats server did not start")
-	}
-	n.srv = s
-}
-
-func (n *natsServer) stop() { n.srv.Shutdown(); n.srv.WaitForShutdown() }
 
 // A topic created while NATS is down: the request succeeds (its event waits
 // in the outbox table, written in the same transaction) and topic.created
 // reaches the EVENTS stream once NATS is back.
 func TestEventOfAChangeMadeWhileNATSIsDownIsPublishedLater(t *testing.T) {
-	ns := startNATS(t)
-	svc := servicetest.Start(t, "topics", run, servicetest.Options{Env: map[string]string{"NATS_URL": ns.srv.ClientURL()}})
+	ns := natstest.StartServer(t, nil)
+	svc := servicetest.Start(t, "topics", run, servicetest.Options{Env: map[string]string{"NATS_URL": ns.URL()}})
 	token := svc.Token(t, 42, authn.RoleAdmin)
 
-	ns.stop()
+	ns.Stop()
 	req, err := http.NewRequest(http.MethodPost, svc.URL+"/api/Topics", strings.NewReader(`{"name":"Created offline"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +49,8 @@ func TestEventOfAChangeMadeWhileNATSIsDownIsPublishedLater(t *testing.T) {
 		t.Fatalf("POST with NATS down: %d, %+v, %v", resp.StatusCode, created, err)
 	}
 
-	ns.start()
-	nc, err := nats.Connect(ns.srv.ClientURL())
+	ns.Start()
+	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
