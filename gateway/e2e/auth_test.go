@@ -559,3 +559,42 @@ func TestAuthControlCharacters(t *testing.T) {
 		})
 	}
 }
+
+// Reset requests are limited per address, known or not: parallel requests
+// for one address get 5 × 202 and then 429 problems with Retry-After, the
+// same for an address nobody uses (the limit tells nothing about which exist).
+func TestAuthForgotPasswordLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	email, _, _ := newCustomer(t, "Reset Limit "+randid.Hex(3))
+	for _, addr := range []string{email, "nobody-" + randid.Hex(4) + "@example.com"} {
+		const n = 9
+		statuses := make(chan *Response, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- client(t).Do(http.MethodPost, "/api/Auth/forgot-password", "", map[string]string{"email": addr})
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		accepted, limited := 0, 0
+		for r := range statuses {
+			switch r.Status {
+			case http.StatusAccepted:
+				accepted++
+			case http.StatusTooManyRequests:
+				limited++
+				if p := r.Problem(t); p.Status != 429 || r.Header.Get("Retry-After") == "" {
+					t.Errorf("429 without problem body or Retry-After: %v %s", r.Header, r.Body)
+				}
+			default:
+				t.Errorf("forgot-password for %s: %d %s", addr, r.Status, r.Body)
+			}
+		}
+		if accepted != 5 || limited != n-5 {
+			t.Fatalf("%s: %d accepted, %d limited; want 5 and %d", addr, accepted, limited, n-5)
+		}
+	}
+}

@@ -40,6 +40,8 @@ type Config struct {
 	LoginMaxFailIP   int           `env:"AUTH_LOGIN_MAX_FAILURES_IP" default:"50" desc:"failed logins per client IP per window before 429"`
 	LoginWindow      time.Duration `env:"AUTH_LOGIN_WINDOW" default:"15m" desc:"window of the failed-login counters"`
 	CreateLimit      int           `env:"AUTH_ACCOUNT_CREATE_LIMIT" default:"20" desc:"accounts a customer may create per window before 429"`
+	ResetLimit       int           `env:"AUTH_RESET_LIMIT" default:"5" desc:"password-reset requests per e-mail address (known or not) per window before 429"`
+	ResetWindow      time.Duration `env:"AUTH_RESET_WINDOW" default:"1h" desc:"window of the password-reset counter"`
 	CreateWindow     time.Duration `env:"AUTH_ACCOUNT_CREATE_WINDOW" default:"1h" desc:"window of the account-creation counter"`
 }
 
@@ -69,7 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("unknown command %q (serve, migrate, bootstrap)", cmd)
 	}
-	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 {
+	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.ResetLimit < 1 ||
+		cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 || cfg.ResetWindow <= 0 {
 		return errors.New("config: the AUTH_LOGIN_* and AUTH_ACCOUNT_CREATE_* limits and windows must be positive")
 	}
 	opts := boot.Options{Service: "auth", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
@@ -94,6 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			LoginByEmail:  ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow),
 			LoginByIP:     ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow),
 			CreateAccount: ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.CreateLimit, cfg.CreateWindow),
+			ResetByEmail:  ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.ResetLimit, cfg.ResetWindow),
 		},
 		Log: deps.Log,
 		Now: deps.Now,

@@ -80,6 +80,7 @@ type Limits struct {
 	LoginByEmail  *ratelimit.Limiter // failed logins per e-mail address
 	LoginByIP     *ratelimit.Limiter // failed logins per client IP
 	CreateAccount *ratelimit.Limiter // account creations per customer
+	ResetByEmail  *ratelimit.Limiter // password-reset requests per e-mail address, known or not
 }
 
 // ResetTTL is how long a password-reset token is valid.
@@ -128,7 +129,7 @@ type Service struct {
 // NewService builds the service.
 func NewService(d Deps) (*Service, error) {
 	if d.Store == nil || d.Signer == nil || d.Revoker == nil || d.Log == nil || d.Now == nil ||
-		d.Limits.LoginByEmail == nil || d.Limits.LoginByIP == nil || d.Limits.CreateAccount == nil {
+		d.Limits.LoginByEmail == nil || d.Limits.LoginByIP == nil || d.Limits.CreateAccount == nil || d.Limits.ResetByEmail == nil {
 		return nil, errors.New("auth: NewService needs every dependency")
 	}
 	dummy, err := HashPassword("not-a-real-password-" + strconv.FormatInt(d.Now().UnixNano(), 10))
@@ -259,6 +260,17 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
+	// Counted per address whether or not it belongs to an account, so the
+	// limit says nothing about which addresses exist; it keeps one caller
+	// from flooding a mailbox with reset mails.
+	r, err := s.limits.ResetByEmail.Hit(ctx, "reset:email:"+strings.ToLower(email))
+	if err != nil {
+		return apperr.Wrap(apperr.Unavailable, err, "password reset is temporarily unavailable")
+	}
+	if !r.Allowed {
+		return &apperr.Error{Code: apperr.RateLimited, Message: "too many password resets requested for this address; try again later",
+			RetryAfterSeconds: retrySeconds(r.RetryAfter)}
+	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return apperr.Wrap(apperr.Internal, err, "")
@@ -286,8 +298,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	now := s.now()
 	a, err := s.store.ResetPassword(ctx, hashToken(token), now, hash)
 	if apperr.Is(err, apperr.NotFound) {
-		return &apperr.Error{Code: apperr.Invalid, Message: "the reset token is invalid, used or expired",
-			Fields: map[string]string{"token": "is invalid, used or expired"}}
+		return apperr.Field("token", "is invalid, used or expired", "the reset token is invalid, used or expired")
 	}
 	if err != nil {
 		return err

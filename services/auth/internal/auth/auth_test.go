@@ -47,7 +47,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-type limits struct{ email, ip, create int }
+type limits struct{ email, ip, create, reset int }
 
 type fixture struct {
 	svc    *auth.Service
@@ -98,6 +98,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 			LoginByEmail:  ratelimit.New(rdb, prefix, l.email, 15*time.Minute),
 			LoginByIP:     ratelimit.New(rdb, prefix, l.ip, 15*time.Minute),
 			CreateAccount: ratelimit.New(rdb, prefix, l.create, time.Hour),
+			ResetByEmail:  ratelimit.New(rdb, prefix, l.reset, time.Hour),
 		},
 		Log: log,
 		Now: f.clock.Now,
@@ -115,7 +116,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 	return f
 }
 
-func defaultLimits() limits { return limits{email: 5, ip: 50, create: 20} }
+func defaultLimits() limits { return limits{email: 5, ip: 50, create: 20, reset: 5} }
 
 // admin is Acme's admin principal.
 func (f *fixture) admin(t *testing.T) authn.Principal {
@@ -210,7 +211,7 @@ func TestParallelWrongLoginsStopAtTheLimit(t *testing.T) {
 // TestParallelWrongLoginsPerClientIP: the per-IP counter holds the same way
 // across many addresses.
 func TestParallelWrongLoginsPerClientIP(t *testing.T) {
-	f := newFixture(t, limits{email: 100, ip: 5, create: 20})
+	f := newFixture(t, limits{email: 100, ip: 5, create: 20, reset: 5})
 	var o outcomes
 	parallel(50, func(i int) {
 		_, err := f.svc.Login(context.Background(), "user"+randid.Hex(3)+"@acme.test", "wrong password", "198.51.100.7")
@@ -227,7 +228,7 @@ func TestParallelWrongLoginsPerClientIP(t *testing.T) {
 // TestSuccessfulLoginsDoNotUseUpTheLimits: the limits count failures; a
 // success clears the address's counter and gives its IP hit back.
 func TestSuccessfulLoginsDoNotUseUpTheLimits(t *testing.T) {
-	f := newFixture(t, limits{email: 3, ip: 3, create: 20})
+	f := newFixture(t, limits{email: 3, ip: 3, create: 20, reset: 5})
 	ctx := context.Background()
 	for i := 0; i < 6; i++ {
 		if _, err := f.svc.Login(ctx, adminEmail, adminPassword, "203.0.113.1"); err != nil {
@@ -378,7 +379,7 @@ func TestResetTokenExpiresAfter30Minutes(t *testing.T) {
 // limit's worth get through, the rest get 429, and another customer keeps
 // its own allowance.
 func TestAccountCreationLimitPerCustomer(t *testing.T) {
-	f := newFixture(t, limits{email: 5, ip: 50, create: 4})
+	f := newFixture(t, limits{email: 5, ip: 50, create: 4, reset: 5})
 	ctx := context.Background()
 	admin := f.admin(t)
 	var o outcomes
@@ -476,5 +477,54 @@ func TestControlCharactersAreRefused(t *testing.T) {
 	}
 	if n := f.hashes.Load(); n != 0 {
 		t.Fatalf("%d password checks for refused input", n)
+	}
+}
+
+// Parallel reset requests for one address stop at the limit, for a known and
+// an unknown address alike (the limit must not tell them apart), and only
+// the allowed ones of the known address reach the outbox.
+func TestForgotPasswordLimitedPerAddress(t *testing.T) {
+	for _, addr := range []string{adminEmail, "nobody@acme.test"} {
+		t.Run(addr, func(t *testing.T) {
+			f := newFixture(t, limits{email: 5, ip: 50, create: 20, reset: 3})
+			ctx := context.Background()
+			const n = 12
+			errs := make(chan error, n)
+			var wg sync.WaitGroup
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs <- f.svc.ForgotPassword(ctx, addr)
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			ok, limited := 0, 0
+			for err := range errs {
+				switch {
+				case err == nil:
+					ok++
+				case apperr.Is(err, apperr.RateLimited):
+					limited++
+					var ae *apperr.Error
+					if errors.As(err, &ae); ae.RetryAfterSeconds < 1 {
+						t.Errorf("429 without Retry-After: %v", err)
+					}
+				default:
+					t.Errorf("unexpected error %v", err)
+				}
+			}
+			if ok != 3 || limited != n-3 {
+				t.Fatalf("%d accepted, %d limited; want 3 and %d", ok, limited, n-3)
+			}
+			want := 0
+			if addr == adminEmail {
+				want = 3
+			}
+			if got := len(outboxEvents[contracts.PasswordResetRequested](t, f.db, contracts.EventPasswordResetRequested)); got != want {
+				t.Fatalf("%d reset events, want %d", got, want)
+			}
+		})
 	}
 }
