@@ -94,7 +94,9 @@ func StartServer(t testing.TB, opts *server.Options) *Server {
 }
 
 // URL is the server's client URL (the same across restarts).
-func (s *Server) URL() string { return "nats://" + net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)) }
+func (s *Server) URL() string {
+	return "nats://" + net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
+}
 
 // Start starts the server again after Stop (the first start is StartServer's).
 func (s *Server) Start() {
