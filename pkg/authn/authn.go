@@ -172,3 +172,19 @@ func Middleware(v *Verifier, fail func(*gin.Context, error)) gin.HandlerFunc {
 		c.Next()
 	}
 }
+
+// RequireRole lets only callers with role through (after Middleware);
+// others get 403 before their request is read.
+func RequireRole(role string, fail func(*gin.Context, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, err := Must(c.Request.Context())
+		if err == nil && p.Role != role {
+			err = apperr.E(apperr.Forbidden, "this needs the %s role", role)
+		}
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.Next()
+	}
+}

@@ -15,6 +15,9 @@ type Service struct {
 	Calls []string
 	// Publishes are the event types it publishes on StreamEvents.
 	Publishes []string
+	// Queues are the JetStream work subjects it publishes to (base
+	// subjects, wildcards allowed), such as MailImportSubjects.
+	Queues []string
 	// Streams are the streams it declares (create, update, info).
 	Streams []string
 	// Consumes are the streams it reads with its own durable consumers.
@@ -44,6 +47,20 @@ var Services = []Service{
 		Name:    "translation",
 		Calls:   []string{RPCCustomerExists},
 		Streams: []string{StreamEvents},
+	},
+	{
+		// HTTP of the mail context: channels, provider callbacks, toggles.
+		Name:      "mailingest",
+		Serves:    []string{RPCChannel},
+		Publishes: []string{EventChannelCreated, EventChannelUpdated, EventChannelDeleted},
+		Queues:    []string{MailImportSubjects},
+		Streams:   []string{StreamEvents, StreamMailImport},
+	},
+	{
+		// The scheduled subscription job: it queues catch-up imports.
+		Name:    "renewal",
+		Queues:  []string{MailImportSubjects},
+		Streams: []string{StreamEvents, StreamMailImport},
 	},
 }
 
@@ -90,6 +107,9 @@ func (n Names) Permissions(s Service) Permissions {
 	}
 	for _, ev := range s.Publishes {
 		p.Publish = append(p.Publish, n.Subject(EventSubject(ev)))
+	}
+	for _, q := range s.Queues {
+		p.Publish = append(p.Publish, n.Subject(q))
 	}
 	for _, rpc := range s.Calls {
 		p.Publish = append(p.Publish, n.Subject(rpc))

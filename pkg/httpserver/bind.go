@@ -113,14 +113,17 @@ func requireJSON(r *http.Request) error {
 	return nil
 }
 
-// PathID parses the :id path segment: a positive integer in
+// PathID parses the :id path segment (PathIDNamed "id").
+func PathID(c *gin.Context) (int64, error) { return PathIDNamed(c, "id") }
+
+// PathIDNamed parses a path segment that is an id: a positive integer in
 // paging.ParseInt's syntax ("01" and "+1" are not ids), else a 400 naming
-// "id" (never a 404, so a client learns its URL is malformed).
-func PathID(c *gin.Context) (int64, error) {
-	id, ok := paging.ParseInt(c.Param("id"))
+// the segment (never a 404, so a client learns its URL is malformed).
+func PathIDNamed(c *gin.Context, name string) (int64, error) {
+	id, ok := paging.ParseInt(c.Param(name))
 	if !ok || id <= 0 {
-		return 0, apperr.Field("id", "must be a positive integer without sign or leading zeros",
-			"the id in the path must be a positive integer")
+		return 0, apperr.Field(name, "must be a positive integer without sign or leading zeros",
+			"the "+name+" in the path must be a positive integer")
 	}
 	return id, nil
 }

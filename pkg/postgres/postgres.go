@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/paging"
 )
 
 // Options for Open and Setup.
@@ -399,4 +400,43 @@ func Error(err error, what string) error {
 func UniqueViolation(err error, constraint string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && (constraint == "" || pe.ConstraintName == constraint)
+}
+
+// Querier is what list helpers need: a pool or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Page runs a count and a page query with the same filter arguments; the
+// page query gets LIMIT and OFFSET as its last two parameters. what names
+// the records in errors.
+func Page[T any](ctx context.Context, q Querier, what, countSQL, pageSQL string, scan func(pgx.Row) (T, error), p paging.Page, args ...any) ([]T, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
+		return nil, 0, Error(err, what)
+	}
+	if total == 0 || p.Offset() >= total {
+		return nil, total, nil
+	}
+	items, err := Collect(ctx, q, what, pageSQL, scan, append(args, p.Size, p.Offset())...)
+	return items, total, err
+}
+
+// Collect scans every row of a query.
+func Collect[T any](ctx context.Context, q Querier, what, sql string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, Error(err, what)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		it, err := scan(rows)
+		if err != nil {
+			return nil, Error(err, what)
+		}
+		out = append(out, it)
+	}
+	return out, Error(rows.Err(), what)
 }

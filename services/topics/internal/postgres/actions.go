@@ -21,7 +21,7 @@ func scanAction(row pgx.Row) (topics.Action, error) {
 
 // ListActions pages through the actions in id order.
 func (s *Store) ListActions(ctx context.Context, customerID int64, p paging.Page) ([]topics.Action, int, error) {
-	return page(ctx, s.db, "action",
+	return postgres.Page(ctx, s.db, "action",
 		`SELECT count(*) FROM actions WHERE customer_id = $1`,
 		`SELECT `+actionCols+` FROM actions WHERE customer_id = $1 ORDER BY action_id LIMIT $2 OFFSET $3`,
 		scanAction, p, customerID)
@@ -58,7 +58,7 @@ func (s *Store) DeleteAction(ctx context.Context, customerID, id int64) ([]topic
 			return err
 		}
 		var err error
-		if removed, err = collect(ctx, tx, "topic action", `WITH removed AS (DELETE FROM topic_actions
+		if removed, err = postgres.Collect(ctx, tx, "topic action", `WITH removed AS (DELETE FROM topic_actions
 			WHERE customer_id = $1 AND action_id = $2 RETURNING `+topicActionCols+`)
 			SELECT `+topicActionCols+` FROM removed ORDER BY topic_action_id`, scanTopicAction, customerID, id); err != nil {
 			return err

@@ -21,7 +21,7 @@ func scanDocument(row pgx.Row) (topics.Document, error) {
 
 // ListDocuments pages through the documents in id order.
 func (s *Store) ListDocuments(ctx context.Context, customerID int64, p paging.Page) ([]topics.Document, int, error) {
-	return page(ctx, s.db, "document",
+	return postgres.Page(ctx, s.db, "document",
 		`SELECT count(*) FROM documents WHERE customer_id = $1`,
 		`SELECT `+documentCols+` FROM documents WHERE customer_id = $1 ORDER BY document_id LIMIT $2 OFFSET $3`,
 		scanDocument, p, customerID)
@@ -58,7 +58,7 @@ func (s *Store) DeleteDocument(ctx context.Context, customerID, id int64) ([]top
 			return err
 		}
 		var err error
-		if removed, err = collect(ctx, tx, "topic document", `WITH removed AS (DELETE FROM topic_documents
+		if removed, err = postgres.Collect(ctx, tx, "topic document", `WITH removed AS (DELETE FROM topic_documents
 			WHERE customer_id = $1 AND document_id = $2 RETURNING `+topicDocumentCols+`)
 			SELECT `+topicDocumentCols+` FROM removed ORDER BY topic_document_id`, scanTopicDocument, customerID, id); err != nil {
 			return err

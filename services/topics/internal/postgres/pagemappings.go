@@ -30,7 +30,7 @@ func (s *Store) ListPageMappings(ctx context.Context, customerID int64, f topics
 	const where = ` WHERE m.customer_id = $1
 		AND ($2::bigint IS NULL OR m.topic_id = $2)
 		AND ($3::text IS NULL OR m.match_type = $3)`
-	return page(ctx, s.db, "page topic mapping",
+	return postgres.Page(ctx, s.db, "page topic mapping",
 		`SELECT count(*) `+livePageMappings+where,
 		`SELECT `+prefixCols("m.", pageMappingCols)+` `+livePageMappings+where+`
 			ORDER BY m.page_topic_mapping_id LIMIT $4 OFFSET $5`,

@@ -15,8 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
-	"supportplatform.dev/pkg/paging"
-	"supportplatform.dev/pkg/postgres"
 )
 
 //go:embed migrations/*.sql
@@ -40,43 +38,6 @@ type Store struct {
 
 // New returns a store on pool (whose search_path is the topics schema).
 func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, now: now} }
-
-// querier is what list helpers need: the pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// page runs a count and a page query with the same filter arguments; the
-// page query gets LIMIT and OFFSET as its last two parameters.
-func page[T any](ctx context.Context, q querier, what, countSQL, pageSQL string, scan func(pgx.Row) (T, error), p paging.Page, args ...any) ([]T, int, error) {
-	var total int
-	if err := q.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
-		return nil, 0, postgres.Error(err, what)
-	}
-	if total == 0 || p.Offset() >= total {
-		return nil, total, nil
-	}
-	items, err := collect(ctx, q, what, pageSQL, scan, append(args, p.Size, p.Offset())...)
-	return items, total, err
-}
-
-func collect[T any](ctx context.Context, q querier, what, sql string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, postgres.Error(err, what)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		it, err := scan(rows)
-		if err != nil {
-			return nil, postgres.Error(err, what)
-		}
-		out = append(out, it)
-	}
-	return out, postgres.Error(rows.Err(), what)
-}
 
 // refError is the 400 for a mapping whose topic, action or document does not
 // exist for the customer.

@@ -36,7 +36,7 @@ func (s *Store) ListTopicActions(ctx context.Context, customerID int64, f topics
 		AND ($4::text IS NULL OR lower(a.hook_name) = lower($4))
 		AND ($5::bigint IS NULL OR a.channel_id = $5)
 		AND ($6::boolean IS NULL OR ta.is_active = $6)`
-	return page(ctx, s.db, "topic action",
+	return postgres.Page(ctx, s.db, "topic action",
 		`SELECT count(*) `+liveTopicActions+where,
 		`SELECT `+prefixCols("ta.", topicActionCols)+` `+liveTopicActions+where+`
 			ORDER BY ta.topic_id, ta.priority, ta.topic_action_id LIMIT $7 OFFSET $8`,
@@ -114,7 +114,7 @@ func topicActionRefs(ctx context.Context, tx pgx.Tx, customerID int64, items []t
 		topicIDs = append(topicIDs, it.TopicID)
 		actionIDs = append(actionIDs, it.ActionID)
 	}
-	ids, err := collect(ctx, tx, "topic", `SELECT topic_id FROM topics
+	ids, err := postgres.Collect(ctx, tx, "topic", `SELECT topic_id FROM topics
 		WHERE customer_id = $1 AND topic_id = ANY($2) AND deleted_at IS NULL ORDER BY topic_id FOR SHARE`, scanID, customerID, topicIDs)
 	if err != nil {
 		return refs, err
@@ -122,14 +122,14 @@ func topicActionRefs(ctx context.Context, tx pgx.Tx, customerID int64, items []t
 	for _, id := range ids {
 		refs.Topics[id] = true
 	}
-	if ids, err = collect(ctx, tx, "action", `SELECT action_id FROM actions
+	if ids, err = postgres.Collect(ctx, tx, "action", `SELECT action_id FROM actions
 		WHERE customer_id = $1 AND action_id = ANY($2) ORDER BY action_id FOR SHARE`, scanID, customerID, actionIDs); err != nil {
 		return refs, err
 	}
 	for _, id := range ids {
 		refs.Actions[id] = true
 	}
-	pairs, err := collect(ctx, tx, "topic action", `SELECT topic_id, action_id FROM topic_actions
+	pairs, err := postgres.Collect(ctx, tx, "topic action", `SELECT topic_id, action_id FROM topic_actions
 		WHERE customer_id = $1 AND topic_id = ANY($2) AND action_id = ANY($3)`,
 		func(r pgx.Row) ([2]int64, error) {
 			var p [2]int64
@@ -185,7 +185,7 @@ func (s *Store) DeleteTopicAction(ctx context.Context, customerID, id int64) (to
 // ActiveActions lists the active mappings to active actions of a live topic,
 // lowest priority number first.
 func (s *Store) ActiveActions(ctx context.Context, customerID, topicID int64) ([]topics.LinkedAction, error) {
-	return collect(ctx, s.db, "topic action", `SELECT ta.topic_action_id, a.action_id, a.name, a.hook_name, ta.priority
+	return postgres.Collect(ctx, s.db, "topic action", `SELECT ta.topic_action_id, a.action_id, a.name, a.hook_name, ta.priority
 		`+liveTopicActions+`
 		WHERE ta.customer_id = $1 AND ta.topic_id = $2 AND ta.is_active AND a.is_active
 		ORDER BY ta.priority, ta.topic_action_id`,

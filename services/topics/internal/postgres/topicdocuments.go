@@ -37,7 +37,7 @@ func (s *Store) ListTopicDocuments(ctx context.Context, customerID int64, f topi
 		AND ($4::bigint IS NULL OR d.channel_id = $4)
 		AND ($5::text IS NULL OR lower(d.hook_name) = lower($5))
 		AND ($6::boolean IS NULL OR d.is_hook = $6)`
-	return page(ctx, s.db, "topic document",
+	return postgres.Page(ctx, s.db, "topic document",
 		`SELECT count(*) `+liveTopicDocuments+where,
 		`SELECT `+prefixCols("td.", topicDocumentCols)+` `+liveTopicDocuments+where+`
 			ORDER BY td.topic_id, td.relevance_score DESC, td.topic_document_id LIMIT $7 OFFSET $8`,
@@ -117,7 +117,7 @@ func (s *Store) DeleteTopicDocument(ctx context.Context, customerID, id int64) (
 // topicIDs, each document once with its most relevant link, most relevant
 // first, at most limit.
 func (s *Store) LinkedDocuments(ctx context.Context, customerID int64, topicIDs []int64, limit int) ([]topics.LinkedDocument, error) {
-	return collect(ctx, s.db, "topic document", `
+	return postgres.Collect(ctx, s.db, "topic document", `
 		SELECT document_id, topic_id, title, content, relevance_score FROM (
 			SELECT DISTINCT ON (d.document_id) d.document_id, td.topic_id, d.title, d.content, td.relevance_score
 			`+liveTopicDocuments+`

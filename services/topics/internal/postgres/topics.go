@@ -40,7 +40,7 @@ func topicOrder(s topics.TopicSort) string {
 // contains a substring (case-insensitively).
 func (s *Store) ListTopics(ctx context.Context, customerID int64, f topics.TopicFilter, p paging.Page) ([]topics.Topic, int, error) {
 	const where = `WHERE customer_id = $1 AND deleted_at IS NULL AND ($2 = '' OR strpos(lower(name), lower($2)) > 0)`
-	return page(ctx, s.db, "topic",
+	return postgres.Page(ctx, s.db, "topic",
 		`SELECT count(*) FROM topics `+where,
 		`SELECT `+topicCols+` FROM topics `+where+` ORDER BY `+topicOrder(f.Sort)+` LIMIT $3 OFFSET $4`,
 		scanTopic, p, customerID, f.NameContains)
@@ -119,7 +119,7 @@ func (s *Store) TopicNames(ctx context.Context, customerID int64, ids []int64) (
 
 // AllTopics lists every live topic in id order.
 func (s *Store) AllTopics(ctx context.Context, customerID int64) ([]topics.Topic, error) {
-	return collect(ctx, s.db, "topic", `SELECT `+topicCols+` FROM topics
+	return postgres.Collect(ctx, s.db, "topic", `SELECT `+topicCols+` FROM topics
 		WHERE customer_id = $1 AND deleted_at IS NULL ORDER BY topic_id`, scanTopic, customerID)
 }
 
@@ -127,7 +127,7 @@ func (s *Store) AllTopics(ctx context.Context, customerID int64) ([]topics.Topic
 // to it, and among the prefix patterns it starts with only the longest ones.
 // Exact matches come first, then by topic id; each topic once.
 func (s *Store) TopicsForURL(ctx context.Context, customerID int64, url string) ([]topics.Topic, error) {
-	return collect(ctx, s.db, "topic", `
+	return postgres.Collect(ctx, s.db, "topic", `
 		WITH live AS (
 			SELECT m.topic_id, m.match_type, m.url_pattern
 			FROM page_topic_mappings m

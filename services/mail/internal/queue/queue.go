@@ -1,0 +1,45 @@
+// Package queue puts folder imports on the MAIL_IMPORT work queue.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+)
+
+// Queue publishes import requests to JetStream.
+type Queue struct{ bus *natsbus.Bus }
+
+// New declares the MAIL_IMPORT stream (idempotent) and returns its queue.
+func New(ctx context.Context, bus *natsbus.Bus) (*Queue, error) {
+	err := bus.EnsureStream(ctx, jetstream.StreamConfig{
+		Name:     bus.Names.Stream(contracts.StreamMailImport),
+		Subjects: []string{bus.Names.Subject(contracts.MailImportSubjects)},
+		// A work queue: a request is gone once the import worker acks it.
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		MaxAge:     24 * time.Hour,
+		Duplicates: contracts.MailImportDuplicates,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{bus: bus}, nil
+}
+
+// Import queues an import of a folder and returns once the stream has
+// stored it (or dropped it as a repeat of the same folder, reason and
+// bucket). It is durable when it returns nil.
+func (q *Queue) Import(ctx context.Context, r contracts.MailImportRequest) error {
+	r.NotBefore = contracts.MailImportNotBefore(r.RequestedAt)
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return q.bus.PublishRaw(ctx, contracts.MailImportSubject(r.FolderID), contracts.MailImportMsgID(r.FolderID, r.Reason, r.RequestedAt), data)
+}
