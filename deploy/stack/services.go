@@ -26,6 +26,11 @@ type Service struct {
 	// service, matched case-insensitively on whole segments. A service
 	// without prefixes (a worker) is built and supervised but not routed.
 	Prefixes []string
+	// Callbacks are exact paths (inside Prefixes) that an outside provider
+	// calls: the gateway routes them without the per-client-IP rate limit,
+	// because the provider sends from a few addresses for every tenant; the
+	// service limits them per subscription instead.
+	Callbacks []string
 	// Schema is the PostgreSQL schema the service owns; empty: it uses no
 	// database. The service runs as its own role, DatabaseRole, with rights
 	// on that schema only.
@@ -51,6 +56,21 @@ var Services = []Service{
 		Name:     "topics",
 		Prefixes: []string{"/api/Topics", "/api/TopicActions", "/api/TopicDocuments", "/api/PageTopicMappings", "/api/Actions", "/api/Documents"},
 		Schema:   "topics",
+	},
+	{
+		// The mail context's HTTP binary: channels, the mail provider's
+		// callbacks and the subscription toggles.
+		Name:      "mailingest",
+		Module:    "services/mail",
+		Prefixes:  []string{"/api/Channels", "/api/ProviderWebhook"},
+		Callbacks: []string{"/api/ProviderWebhook"},
+		Schema:    "mail",
+	},
+	{
+		// The scheduled renewal of the provider subscriptions (not routed).
+		Name:   "renewal",
+		Module: "services/mail",
+		Schema: "mail",
 	},
 	{
 		Name:     "translation",
@@ -95,6 +115,17 @@ func (s Service) Rule() string {
 	parts := make([]string, 0, len(s.Prefixes))
 	for _, p := range s.Prefixes {
 		parts = append(parts, fmt.Sprintf("PathRegexp(`%s`)", PrefixRegexp(p)))
+	}
+	return strings.Join(parts, " || ")
+}
+
+// CallbackRule is the Traefik rule of the service's callback paths: each
+// path exactly (case-insensitively, with an optional trailing slash); ""
+// when it has none.
+func (s Service) CallbackRule() string {
+	parts := make([]string, 0, len(s.Callbacks))
+	for _, p := range s.Callbacks {
+		parts = append(parts, fmt.Sprintf("PathRegexp(`(?i)^%s/?$`)", regexp.QuoteMeta(strings.TrimSuffix(p, "/"))))
 	}
 	return strings.Join(parts, " || ")
 }

@@ -86,3 +86,19 @@ func TestServiceTableConsistent(t *testing.T) {
 		t.Errorf("auth must come first: the other services fetch its JWKS")
 	}
 }
+
+func TestCallbackRule(t *testing.T) {
+	svc, ok := LookupService("mailingest")
+	if !ok {
+		t.Fatal("no mailingest")
+	}
+	re := regexp.MustCompile(strings.TrimSuffix(strings.TrimPrefix(svc.CallbackRule(), "PathRegexp(`"), "`)"))
+	for p, want := range map[string]bool{
+		"/api/ProviderWebhook": true, "/api/providerwebhook": true, "/API/PROVIDERWEBHOOK/": true,
+		"/api/ProviderWebhook/subscribe/1": false, "/api/ProviderWebhookX": false, "/x/api/ProviderWebhook": false,
+	} {
+		if re.MatchString(p) != want {
+			t.Errorf("%s: callback %v, want %v", p, !want, want)
+		}
+	}
+}

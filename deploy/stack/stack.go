@@ -209,7 +209,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	for i, svc := range Services {
 		want[i] = opts.ServicePorts[svc.Name]
 	}
-	ports, err := freePorts(want...)
+	// The gateway's port too: services that give an outside provider a
+	// callback address (PUBLIC_BASE_URL) need it before the gateway starts.
+	ports, err := freePorts(append(want, opts.HTTPSPort)...)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	for i, svc := range Services {
 		portOf[svc.Name] = ports[i]
 	}
+	opts.HTTPSPort = ports[len(ports)-1]
 
 	for _, svc := range services {
 		s.bins[svc.Name] = filepath.Join(opts.BinDir, svc.Name)
@@ -317,6 +320,7 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 		"JWT_ISSUER="+opts.JWTIssuer,
 		"JWT_AUDIENCE="+opts.JWTAudience,
 		"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
+		"PUBLIC_BASE_URL=https://127.0.0.1:"+strconv.Itoa(opts.HTTPSPort),
 	)
 	if svc.Name == "auth" {
 		env = append(env,

@@ -79,6 +79,7 @@ func TestRenderGatewayConfig(t *testing.T) {
 				Rule        string   `yaml:"rule"`
 				Middlewares []string `yaml:"middlewares"`
 				Service     string   `yaml:"service"`
+				Priority    int      `yaml:"priority"`
 			} `yaml:"routers"`
 			Middlewares map[string]map[string]map[string]any `yaml:"middlewares"`
 		} `yaml:"http"`
@@ -89,8 +90,21 @@ func TestRenderGatewayConfig(t *testing.T) {
 	for _, svc := range Services {
 		r, ok := d.HTTP.Routers[svc.Name]
 		if !ok {
-			t.Errorf("no router for %s", svc.Name)
+			if svc.Routed() {
+				t.Errorf("no router for %s", svc.Name)
+			}
 			continue
+		}
+		if !svc.Routed() {
+			t.Errorf("worker %s is routed: %+v", svc.Name, r)
+		}
+		if len(svc.Callbacks) > 0 {
+			// The provider's callbacks: no per-client-IP limit, above the
+			// service's prefix route, to the same upstream.
+			cb := d.HTTP.Routers[svc.Name+"-callbacks"]
+			if cb.Rule != svc.CallbackRule() || cb.Service != svc.Name || strings.Join(cb.Middlewares, ",") != "problem-json" || cb.Priority < 1000 {
+				t.Errorf("callback router of %s: %+v", svc.Name, cb)
+			}
 		}
 		// The rule survives YAML quoting byte for byte (backslashes
 		// included).

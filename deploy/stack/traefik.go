@@ -22,6 +22,28 @@ type Route struct {
 	Name string
 	Rule string
 	URL  string
+	// Service is the Traefik service the router sends to; default Name.
+	Service string
+	// Unlimited routes skip the per-client-IP rate limit (provider
+	// callbacks); they take precedence over the other routes (Priority).
+	Unlimited bool
+}
+
+// TraefikService is the Traefik service name of the route.
+func (r Route) TraefikService() string {
+	if r.Service != "" {
+		return r.Service
+	}
+	return r.Name
+}
+
+// Priority is the router priority: callbacks above every prefix route.
+// Zero leaves Traefik's default (the rule's length).
+func (r Route) Priority() int {
+	if r.Unlimited {
+		return 100000
+	}
+	return 0
 }
 
 // RateLimit is the per-client-IP token bucket of the API routers: Average
@@ -131,6 +153,9 @@ func ServiceRoutes(services []Service, urlFor func(Service) string) []Route {
 			continue
 		}
 		routes = append(routes, Route{Name: s.Name, Rule: s.Rule(), URL: urlFor(s)})
+		if len(s.Callbacks) > 0 {
+			routes = append(routes, Route{Name: s.Name + "-callbacks", Rule: s.CallbackRule(), URL: urlFor(s), Service: s.Name, Unlimited: true})
+		}
 	}
 	return routes
 }
