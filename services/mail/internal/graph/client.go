@@ -205,11 +205,12 @@ func (t *tenantToken) token(ctx context.Context) (string, error) {
 	if tok.AccessToken == "" {
 		return "", &TokenError{TenantID: t.tenant, Description: "the token endpoint answered without an access token"}
 	}
-	// expires_in is relative to the request; measured on the injected clock so that token expiry
-	// follows the same time as everything else. Without it the token is used once.
+	// clientcredentials turns expires_in into a wall-clock Expiry (and drops ExpiresIn); the
+	// remaining lifetime is carried over to the injected clock, so that token expiry follows the
+	// same time as everything else. A token without an expiry is used once.
 	t.access, t.expiry = tok.AccessToken, now
-	if tok.ExpiresIn > 0 {
-		t.expiry = now.Add(time.Duration(tok.ExpiresIn) * time.Second)
+	if !tok.Expiry.IsZero() {
+		t.expiry = now.Add(time.Until(tok.Expiry))
 	}
 	return t.access, nil
 }
