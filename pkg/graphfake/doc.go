@@ -36,5 +36,8 @@
 //	POST /_fake/fail?n=1&status=503                 the next n API calls answer status
 //	POST /_fake/handshake?mode=validate|skip|fail   how creates treat the validation handshake
 //
-// For example: curl -X POST 'http://localhost:8090/_fake/notify/'"$SUB_ID"'?n=3'
+// For example, with the fake's address in $GRAPH_FAKE:
+//
+//	curl -s "$GRAPH_FAKE/_fake/subscriptions"
+//	curl -s -X POST "$GRAPH_FAKE/_fake/notify/$SUB_ID?n=3"
 package graphfake

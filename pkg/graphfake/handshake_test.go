@@ -99,6 +99,9 @@ func TestLifecycleURLFailingValidationFailsTheCreate(t *testing.T) {
 	if r.status != http.StatusBadRequest || r.errorCode() != "ValidationError" || !strings.Contains(string(r.body), "lifecycleNotificationUrl") {
 		t.Fatalf("create: %d %s, want 400 ValidationError naming the lifecycle URL", r.status, r.body)
 	}
+	if n := len(e.recv.gotHandshakes()); n != 1 {
+		t.Errorf("%d handshakes with the notification URL, want 1 (it passed; the lifecycle URL failed)", n)
+	}
 }
 
 func TestHandshakeKeepsTheReceiversQuery(t *testing.T) {

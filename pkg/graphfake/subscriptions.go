@@ -77,7 +77,9 @@ func badRequest(msg string) *apiError {
 
 func (e *apiError) write(w http.ResponseWriter) { writeError(w, e.status, e.code, e.message) }
 
-var errNotFound = &apiError{status: http.StatusNotFound, code: "ResourceNotFound", message: "The object was not found."}
+func notFound() *apiError {
+	return &apiError{status: http.StatusNotFound, code: "ResourceNotFound", message: "The object was not found."}
+}
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, tok accessToken) {
 	var in subscriptionBody
@@ -332,7 +334,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, tok accessTok
 	}
 	s.mu.Unlock()
 	if st == nil {
-		errNotFound.write(w)
+		notFound().write(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, toJSON(cp, contextURL(r, "subscriptions/$entity")))
@@ -359,7 +361,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request, tok accessT
 	st := s.liveLocked(r.PathValue("id"), tok)
 	s.mu.Unlock()
 	if st == nil {
-		errNotFound.write(w)
+		notFound().write(w)
 		return
 	}
 	exp, e := s.checkExpiry(raw)
@@ -378,7 +380,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request, tok accessT
 	}
 	s.mu.Unlock()
 	if st == nil {
-		errNotFound.write(w)
+		notFound().write(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, toJSON(cp, contextURL(r, "subscriptions/$entity")))
@@ -392,7 +394,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, tok access
 	}
 	s.mu.Unlock()
 	if st == nil {
-		errNotFound.write(w)
+		notFound().write(w)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
