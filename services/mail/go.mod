@@ -7,6 +7,8 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	golang.org/x/oauth2 v0.37.0
+	supportplatform.dev/ai v0.0.0
 	supportplatform.dev/pkg v0.0.0
 )
 
@@ -64,7 +66,6 @@ require (
 	golang.org/x/arch v0.22.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
@@ -73,3 +74,5 @@ require (
 )
 
 replace supportplatform.dev/pkg => ../../pkg
+
+replace supportplatform.dev/ai => ../../pkg/ai

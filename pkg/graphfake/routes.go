@@ -1,0 +1,61 @@
+package graphfake
+
+import (
+	"net/http"
+	"strings"
+)
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", s.handleToken)
+
+	mux.HandleFunc("POST /v1.0/subscriptions", s.api(s.handleCreate))
+	mux.HandleFunc("GET /v1.0/subscriptions", s.api(s.handleList))
+	mux.HandleFunc("GET /v1.0/subscriptions/{id}", s.api(s.handleGet))
+	mux.HandleFunc("PATCH /v1.0/subscriptions/{id}", s.api(s.handleRenew))
+	mux.HandleFunc("DELETE /v1.0/subscriptions/{id}", s.api(s.handleDelete))
+
+	mux.HandleFunc("GET /_fake/subscriptions", s.handleFakeSubscriptions)
+	mux.HandleFunc("GET /_fake/calls", s.handleFakeCalls)
+	mux.HandleFunc("POST /_fake/notify/{id}", s.handleFakeNotify)
+	mux.HandleFunc("POST /_fake/lifecycle/{id}", s.handleFakeLifecycle)
+	mux.HandleFunc("POST /_fake/expire/{id}", s.handleFakeExpire)
+	mux.HandleFunc("POST /_fake/throttle", s.handleFakeThrottle)
+	mux.HandleFunc("POST /_fake/fail", s.handleFakeFail)
+	mux.HandleFunc("POST /_fake/handshake", s.handleFakeHandshake)
+
+	mux.HandleFunc("/", s.handleUnknown)
+	return mux
+}
+
+// handleUnknown answers what Graph would for a path or method it does not serve, so that a client
+// calling the wrong URL sees a Graph error rather than the mux's plain text.
+func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1.0/") {
+		setRequestID(w, r)
+		writeError(w, http.StatusBadRequest, "BadRequest",
+			"Unsupported request: "+r.Method+" "+r.URL.Path+".")
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// api wraps a subscription endpoint in what every Graph call goes through: counting, the bearer
+// token and injected faults, in that order (Graph throttles authenticated callers).
+func (s *Server) api(h func(http.ResponseWriter, *http.Request, accessToken)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.calls[r.Method]++
+		s.mu.Unlock()
+		setRequestID(w, r)
+		tok, ok := s.authorize(w, r)
+		if !ok {
+			return
+		}
+		if f, ok := s.takeFault(); ok {
+			writeFault(w, f)
+			return
+		}
+		h(w, r, tok)
+	}
+}
