@@ -53,18 +53,26 @@ type config struct {
 	DemoPassword string // empty: generate
 	Database     string
 	LogLevel     string
+	// GraphClientID, GraphClientSecret: a real Microsoft Graph app; empty
+	// serves the fake Graph instead.
+	GraphClientID     string
+	GraphClientSecret string
+	GraphFakePort     int
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
-		HTTPSPort:    8443,
-		HTTPPort:     8080,
-		DemoEmail:    "demo@example.com",
-		DemoPassword: getenv("DEMO_PASSWORD"),
-		Database:     "support",
-		LogLevel:     "info",
+		HTTPSPort:         8443,
+		HTTPPort:          8080,
+		DemoEmail:         "demo@example.com",
+		DemoPassword:      getenv("DEMO_PASSWORD"),
+		GraphClientID:     getenv("GRAPH_CLIENT_ID"),
+		GraphClientSecret: getenv("GRAPH_CLIENT_SECRET"),
+		GraphFakePort:     8090,
+		Database:          "support",
+		LogLevel:          "info",
 	}
-	for key, dst := range map[string]*int{"GATEWAY_PORT": &c.HTTPSPort, "GATEWAY_HTTP_PORT": &c.HTTPPort} {
+	for key, dst := range map[string]*int{"GATEWAY_PORT": &c.HTTPSPort, "GATEWAY_HTTP_PORT": &c.HTTPPort, "GRAPH_FAKE_PORT": &c.GraphFakePort} {
 		if v := getenv(key); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 65535 {
@@ -160,6 +168,11 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		demo = nil
 	}
 	log := stack.SyncWriter(stdout)
+	mailEnv, graphNote, stopGraph, err := mailProvider(cfg, root)
+	if err != nil {
+		return err
+	}
+	defer stopGraph()
 	st, err := stack.Start(ctx, stack.Options{
 		RepoRoot: root,
 		// Persistent: TLS material (trust var/tls/ca.pem once), the auth
@@ -174,6 +187,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		LogLevel:    cfg.LogLevel,
 		RedisPrefix: "sp",
 		NATSPrefix:  "sp",
+		Env:         map[string][]string{"mailingest": mailEnv, "renewal": mailEnv},
 	})
 	if err != nil {
 		return err
@@ -194,6 +208,9 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		fmt.Fprintf(log, "  login: %s / %s%s\n", demo.Email, demo.Password, note)
 		fmt.Fprintf(log, "  try:   curl --cacert %s %s/api/Auth/login -H 'Content-Type: application/json' -d '{\"email\":\"%s\",\"password\":\"%s\"}'\n",
 			caFile, base, demo.Email, demo.Password)
+	}
+	if graphNote != "" {
+		fmt.Fprintf(log, "  graph: %s\n", graphNote)
 	}
 	fmt.Fprintf(log, "  logs:  var/logs/*.log, gateway access log var/gateway/access.log\n  Ctrl-C stops everything.\n\n")
 
