@@ -93,6 +93,7 @@ type Server struct {
 
 type stored struct {
 	Subscription
+	renewals int // successful PATCHes
 	seq int64  // creation order, for stable list pages
 	tls string // latestSupportedTlsVersion
 }
@@ -219,6 +220,17 @@ func (s *Server) Subscriptions() []Subscription {
 		out[i] = st.Subscription
 	}
 	return out
+}
+
+// Renewals returns how many times the subscription id was renewed (successful PATCHes), while
+// it is stored.
+func (s *Server) Renewals(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.subs[id]; ok {
+		return st.renewals
+	}
+	return 0
 }
 
 // Calls returns how many subscription API calls (under /v1.0) used method, including the ones

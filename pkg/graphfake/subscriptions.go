@@ -376,6 +376,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request, tok accessT
 	var cp stored
 	if st != nil {
 		st.ExpirationDateTime = exp
+		st.renewals++
 		cp = *st
 	}
 	s.mu.Unlock()

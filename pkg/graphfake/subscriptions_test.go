@@ -157,6 +157,9 @@ func TestRenewGetDelete(t *testing.T) {
 	if got := e.call(http.MethodGet, "/subscriptions/"+sub.ID, tok, nil).subscription(t).ExpirationDateTime; got != "2026-11-26T08:00:00.1234567Z" {
 		t.Errorf("GET after renew: expiry %s", got)
 	}
+	if n := e.fake.Renewals(sub.ID); n != 1 {
+		t.Errorf("Renewals %d after one renewal", n)
+	}
 
 	tests := []struct {
 		name     string
