@@ -115,6 +115,12 @@ func run(m *testing.M) int {
 	}
 	rt := stk.HTTPClient().Transport
 	lazy.rt.Store(&rt)
+	closeBackends, err := openBackends(ctx)
+	if err != nil {
+		_ = stk.Stop()
+		return fail("backends: %v", err)
+	}
+	defer closeBackends()
 
 	code := m.Run()
 	if code != 0 {
