@@ -323,10 +323,12 @@ func errorText(err error) string {
 func (s *SubscriptionService) failure(tenant string, err error, now time.Time, delay time.Duration) time.Time {
 	var th *ProviderThrottled
 	if errors.As(err, &th) {
-		if th.RetryAfter > delay {
-			delay = th.RetryAfter
+		pause := th.RetryAfter
+		if pause <= 0 {
+			pause = delay
 		}
-		s.throttle.block(tenant, now.Add(delay))
+		s.throttle.block(tenant, now.Add(pause))
+		delay = max(delay, pause)
 	}
 	return now.Add(delay)
 }
