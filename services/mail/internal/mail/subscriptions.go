@@ -318,17 +318,16 @@ func errorText(err error) string {
 	return s
 }
 
-// failure records a failed provider call: a throttled tenant is blocked
-// until its Retry-After; it returns when the folder (or row) is due again.
+// failure records a failed provider call and returns when the folder (or
+// row) is due again: after delay, or after the Retry-After of a throttled
+// call, for which the whole tenant is blocked as long.
 func (s *SubscriptionService) failure(tenant string, err error, now time.Time, delay time.Duration) time.Time {
 	var th *ProviderThrottled
 	if errors.As(err, &th) {
-		pause := th.RetryAfter
-		if pause <= 0 {
-			pause = delay
+		if th.RetryAfter > 0 {
+			delay = th.RetryAfter
 		}
-		s.throttle.block(tenant, now.Add(pause))
-		delay = max(delay, pause)
+		s.throttle.block(tenant, now.Add(delay))
 	}
 	return now.Add(delay)
 }

@@ -433,7 +433,8 @@ func TestSyncProviderErrors(t *testing.T) {
 	}{
 		{name: "5xx waits the retry delay", err: errors.New("graph: 503 service unavailable"), wantRetry: time.Minute},
 		{name: "429 waits its Retry-After", err: &mail.ProviderThrottled{RetryAfter: 5 * time.Minute}, wantRetry: 5 * time.Minute},
-		{name: "429 shorter than the delay waits the delay", err: &mail.ProviderThrottled{RetryAfter: 2 * time.Second}, wantRetry: time.Minute},
+		{name: "429 shorter than the delay waits its Retry-After", err: &mail.ProviderThrottled{RetryAfter: 2 * time.Second}, wantRetry: 2 * time.Second},
+		{name: "429 without Retry-After waits the delay", err: &mail.ProviderThrottled{}, wantRetry: time.Minute},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
