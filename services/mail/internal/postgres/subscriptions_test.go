@@ -275,8 +275,9 @@ func TestClaimDue(t *testing.T) {
 	}
 
 	// A claimed folder is skipped by a concurrent claim.
-	held, release := make(chan struct{}), make(chan struct{})
+	held, release, heldDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(heldDone)
 		_, _ = s.ClaimDue(ctx, now, time.Hour, mail.ClaimSkip{}, func(ctx context.Context, lf mail.LockedFolder) (mail.FolderUpdate, error) {
 			close(held)
 			<-release
@@ -288,6 +289,7 @@ func TestClaimDue(t *testing.T) {
 		t.Fatalf("with a-marked held, claimed %s", got)
 	}
 	close(release)
+	<-heldDone
 
 	// A failure's RetryAt takes the folder out until then.
 	at := now.Add(5 * time.Minute)
