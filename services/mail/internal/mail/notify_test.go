@@ -27,21 +27,21 @@ import (
 	"supportplatform.dev/services/mail/internal/queue"
 )
 
-// t0 starts a coalescing bucket.
-var t0 = time.Unix(1741064768, 0).UTC().Truncate(contracts.MailImportBucket)
+// nt0 starts a coalescing bucket.
+var nt0 = time.Unix(1741064768, 0).UTC().Truncate(contracts.MailImportBucket)
 
-type clock struct {
+type notifyClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) now() time.Time {
+func (c *notifyClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) advance(d time.Duration) {
+func (c *notifyClock) advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -110,16 +110,16 @@ func (c *countingQueue) Import(ctx context.Context, r contracts.MailImportReques
 	return c.q.Import(ctx, r)
 }
 
-type env struct {
+type notifyEnv struct {
 	store *countingStore
 	pool  *pgxpool.Pool
-	clock *clock
+	clock *notifyClock
 	reg   *prometheus.Registry
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newEnv(t *testing.T) *env {
+func newNotifyEnv(t *testing.T) *notifyEnv {
 	t.Helper()
 	pool, err := pgpkg.Open(context.Background(), pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema,
 		Migrations: postgres.Migrations()}, quiet)
@@ -127,11 +127,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	c := &clock{t: t0}
-	return &env{store: &countingStore{Store: postgres.New(pool, c.now)}, pool: pool, clock: c, reg: prometheus.NewRegistry()}
+	c := &notifyClock{t: nt0}
+	return &notifyEnv{store: &countingStore{Store: postgres.New(pool, c.now)}, pool: pool, clock: c, reg: prometheus.NewRegistry()}
 }
 
-func (e *env) notifier(t *testing.T, q mail.ImportQueue, o mail.NotifierOptions) *mail.Notifier {
+func (e *notifyEnv) notifier(t *testing.T, q mail.ImportQueue, o mail.NotifierOptions) *mail.Notifier {
 	t.Helper()
 	n := mail.NewNotifier(e.store, q, e.clock.now, quiet, e.reg, o)
 	t.Cleanup(n.Close)
@@ -140,7 +140,7 @@ func (e *env) notifier(t *testing.T, q mail.ImportQueue, o mail.NotifierOptions)
 
 // folder creates a microsoft365 channel with one folder, switched as given,
 // and stores a subscription on the folder.
-func (e *env) folder(t *testing.T, customerID int64, address, externalID string, channelOn, folderOn bool, subID, clientState string) mail.Folder {
+func (e *notifyEnv) folder(t *testing.T, customerID int64, address, externalID string, channelOn, folderOn bool, subID, clientState string) mail.Folder {
 	t.Helper()
 	ctx := context.Background()
 	in, err := mail.ChannelInput{Name: "Support", Kind: mail.KindEmail, EmailAddress: address, Provider: mail.ProviderMicrosoft365,
@@ -163,11 +163,11 @@ func (e *env) folder(t *testing.T, customerID int64, address, externalID string,
 	return fs[0]
 }
 
-func (e *env) subscribe(t *testing.T, folderID int64, subID, clientState string) {
+func (e *notifyEnv) subscribe(t *testing.T, folderID int64, subID, clientState string) {
 	t.Helper()
 	if _, err := e.pool.Exec(context.Background(), `UPDATE channel_folders SET provider_subscription_id = $2,
 		client_state = nullif($3, ''), provider_subscription_expiration = $4 WHERE folder_id = $1`,
-		folderID, subID, clientState, t0.Add(72*time.Hour)); err != nil {
+		folderID, subID, clientState, nt0.Add(72*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -177,7 +177,7 @@ type row struct {
 	renew, last *time.Time
 }
 
-func (e *env) row(t *testing.T, folderID int64) row {
+func (e *notifyEnv) row(t *testing.T, folderID int64) row {
 	t.Helper()
 	var r row
 	if err := e.pool.QueryRow(context.Background(), `SELECT provider_subscription_id, client_state, renew_requested_at,
@@ -241,7 +241,7 @@ func TestNotifyRetrievalSwitches(t *testing.T) {
 		{"folder off", true, false, false},
 		{"both off", false, false, false},
 	}
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &fakeQueue{}
@@ -255,7 +255,7 @@ func TestNotifyRetrievalSwitches(t *testing.T) {
 			reqs := q.requests()
 			if tt.queued {
 				want := contracts.MailImportRequest{CustomerID: int64(10 + i), ChannelID: f.ChannelID, FolderID: f.ID,
-					Reason: contracts.ImportNotification, RequestedAt: t0}
+					Reason: contracts.ImportNotification, RequestedAt: nt0}
 				if res.Queued != 1 || len(reqs) != 1 || reqs[0] != want {
 					t.Fatalf("result %+v, imports %+v; want %+v", res, reqs, want)
 				}
@@ -263,7 +263,7 @@ func TestNotifyRetrievalSwitches(t *testing.T) {
 				t.Fatalf("result %+v, imports %+v; want dropped", res, reqs)
 			}
 			// The notification is recorded on the folder either way.
-			if r := e.row(t, f.ID); r.last == nil || !r.last.Equal(t0) {
+			if r := e.row(t, f.ID); r.last == nil || !r.last.Equal(nt0) {
 				t.Errorf("last notification = %v", r.last)
 			}
 		})
@@ -291,7 +291,7 @@ func TestNotifyClientState(t *testing.T) {
 		{"none stored", "", "", false},
 		{"none stored, one sent", "", "anything", false},
 	}
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &fakeQueue{}
@@ -313,7 +313,7 @@ func TestNotifyClientState(t *testing.T) {
 }
 
 func TestNotifyUnknownIDLooksUpOnce(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{})
 	ctx := context.Background()
@@ -343,7 +343,7 @@ func TestNotifyUnknownIDLooksUpOnce(t *testing.T) {
 }
 
 func TestNotifyForgedFloodIsBounded(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{UnknownLookupRate: 1, UnknownLookupBurst: 20, ParkSize: 100})
 	f := e.folder(t, 1, "support@contoso.com", "inbox", true, true, "real-sub", "secret")
@@ -379,7 +379,7 @@ func TestNotifyForgedFloodIsBounded(t *testing.T) {
 }
 
 func TestNotifyInvalidItems(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{})
 	tests := []struct {
@@ -411,7 +411,7 @@ func TestNotifyInvalidItems(t *testing.T) {
 }
 
 func TestNotifyResourceFallback(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{})
 	a := e.folder(t, 1, "shared@contoso.com", "AAMk=", true, true, "sub-a", "state-a")
@@ -477,7 +477,7 @@ func TestNotifyLifecycle(t *testing.T) {
 		{name: "unknown event", event: "somethingNew", on: true, dropped: mail.DropUnknownLifecycle,
 			resultSum: func(r mail.NotifyResult) bool { return r.Dropped == 1 }},
 	}
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &fakeQueue{}
@@ -500,7 +500,7 @@ func TestNotifyLifecycle(t *testing.T) {
 				t.Errorf("imports %+v, want none", reqs)
 			}
 			r := e.row(t, f.ID)
-			if got := r.renew != nil && r.renew.Equal(t0); got != tt.renew {
+			if got := r.renew != nil && r.renew.Equal(nt0); got != tt.renew {
 				t.Errorf("renew requested at %v, want %v", r.renew, tt.renew)
 			}
 			if got := r.sub == nil && r.state == nil; got != tt.cleared {
@@ -563,7 +563,7 @@ func runNotifier(t *testing.T, n *mail.Notifier) {
 }
 
 func TestNotifyParkedQueuedOnceStored(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{ParkTick: 5 * time.Millisecond})
 	runNotifier(t, n)
@@ -591,7 +591,7 @@ func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 }
 
 func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{ParkTick: 5 * time.Millisecond})
 	runNotifier(t, n)
@@ -618,7 +618,7 @@ func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
 }
 
 func TestNotifyRunStops(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	n := mail.NewNotifier(e.store, &fakeQueue{}, e.clock.now, quiet, nil, mail.NotifierOptions{ParkTick: time.Millisecond})
 	done := make(chan struct{})
 	go func() { n.Run(context.Background()); close(done) }()
@@ -635,7 +635,7 @@ func TestNotifyRunStops(t *testing.T) {
 }
 
 func TestNotifyCoalescesIntoJetStream(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	ctx := context.Background()
 	names := contracts.Names{Prefix: "t" + randid.Hex(6)}
 	bus, err := natsbus.Connect(natstest.Start(t), "mailingest-test", names, quiet)
@@ -692,7 +692,7 @@ func TestNotifyCoalescesIntoJetStream(t *testing.T) {
 	if got := e.store.marks.Load(); got != 2 {
 		t.Errorf("MarkNotified calls = %d, want 2 (one per bucket)", got)
 	}
-	if r := e.row(t, f.ID); r.last == nil || !r.last.Equal(t0.Add(contracts.MailImportBucket)) {
+	if r := e.row(t, f.ID); r.last == nil || !r.last.Equal(nt0.Add(contracts.MailImportBucket)) {
 		t.Errorf("last notification = %v", r.last)
 	}
 	if got := counter(t, e.reg, "mail_notifications_queued_total"); got != 10000 {
@@ -701,7 +701,7 @@ func TestNotifyCoalescesIntoJetStream(t *testing.T) {
 }
 
 func TestNotifyQueueFailure(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{})
 	e.folder(t, 1, "support@contoso.com", "inbox", true, true, "sub", "secret")
@@ -722,7 +722,7 @@ func TestNotifyQueueFailure(t *testing.T) {
 }
 
 func TestNotifyRateLimitPerSubscription(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{SubscriptionRate: 1, SubscriptionBurst: 5})
 	e.folder(t, 1, "a@contoso.com", "inbox", true, true, "sub-a", "secret")
@@ -746,7 +746,7 @@ func TestNotifyRateLimitPerSubscription(t *testing.T) {
 }
 
 func TestNotifyContextEnded(t *testing.T) {
-	e := newEnv(t)
+	e := newNotifyEnv(t)
 	n := e.notifier(t, &fakeQueue{}, mail.NotifierOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -1,0 +1,455 @@
+package mail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"supportplatform.dev/pkg/contracts"
+	pgpkg "supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/services/mail/internal/mail"
+	"supportplatform.dev/services/mail/internal/postgres"
+)
+
+// The service tests run on the real store and PostgreSQL with a fake
+// provider: what they check (pending secrets, locks, claims) lives in both.
+
+const (
+	customerA int64 = 1
+	customerB int64 = 2
+	tenantA         = "11111111-2222-3333-4444-555555555555"
+	tenantB         = "contoso.onmicrosoft.com"
+	baseURL         = "https://support.example.com/"
+	notifyURL       = "https://support.example.com/api/providerwebhook"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// clock is the injected time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+type call struct{ Op, Tenant, ID string }
+
+// fakeProvider keeps subscriptions in memory the way Graph does (a second
+// one for a resource is a 409) and fails on demand.
+type fakeProvider struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	seq   int
+	subs  map[string]mail.ProviderSubscription
+	owner map[string]string // subscription id -> tenant
+	calls []call
+	// fail holds the next errors of an operation ("create", "renew",
+	// "delete", "list"), used up in order.
+	fail map[string][]error
+	// onCreate runs inside Create before the subscription exists.
+	onCreate func(mail.NewProviderSubscription)
+	// latency is added to every call (to make concurrent callers overlap).
+	latency time.Duration
+}
+
+// grantedCut is how much shorter than asked the fake grants: the stored
+// expiry must be the granted one.
+const grantedCut = 17 * time.Minute
+
+func newFakeProvider(now func() time.Time) *fakeProvider {
+	return &fakeProvider{now: now, subs: map[string]mail.ProviderSubscription{}, owner: map[string]string{}, fail: map[string][]error{}}
+}
+
+func (p *fakeProvider) failNext(op string, errs ...error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fail[op] = append(p.fail[op], errs...)
+}
+
+func (p *fakeProvider) begin(op, tenant, id string) error {
+	if p.latency > 0 {
+		time.Sleep(p.latency)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, call{op, tenant, id})
+	if errs := p.fail[op]; len(errs) > 0 {
+		p.fail[op] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
+
+func (p *fakeProvider) Create(ctx context.Context, tenant string, s mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
+	if err := p.begin("create", tenant, s.FolderID); err != nil {
+		return mail.ProviderSubscription{}, err
+	}
+	if p.onCreate != nil {
+		p.onCreate(s)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	resource := mail.SubscriptionResource(s.Mailbox, s.FolderID)
+	for _, e := range p.subs {
+		if strings.EqualFold(strings.TrimPrefix(e.Resource, "/"), strings.TrimPrefix(resource, "/")) {
+			return mail.ProviderSubscription{}, fmt.Errorf("409 from graph: %w", mail.ErrProviderConflict)
+		}
+	}
+	p.seq++
+	sub := mail.ProviderSubscription{ID: fmt.Sprintf("sub-%d", p.seq), Resource: resource, NotificationURL: s.NotificationURL,
+		ClientState: s.ClientState, Expiration: s.Expiration.Add(-grantedCut)}
+	p.subs[sub.ID], p.owner[sub.ID] = sub, tenant
+	return sub, nil
+}
+
+func (p *fakeProvider) Renew(ctx context.Context, tenant, id string, exp time.Time) (mail.ProviderSubscription, error) {
+	if err := p.begin("renew", tenant, id); err != nil {
+		return mail.ProviderSubscription{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sub, ok := p.subs[id]
+	if !ok || p.owner[id] != tenant {
+		return mail.ProviderSubscription{}, fmt.Errorf("404 from graph: %w", mail.ErrProviderNotFound)
+	}
+	sub.Expiration = exp.Add(-grantedCut)
+	p.subs[id] = sub
+	return sub, nil
+}
+
+func (p *fakeProvider) Delete(ctx context.Context, tenant, id string) error {
+	if err := p.begin("delete", tenant, id); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.subs, id)
+	return nil
+}
+
+func (p *fakeProvider) List(ctx context.Context, tenant string) ([]mail.ProviderSubscription, error) {
+	if err := p.begin("list", tenant, ""); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []mail.ProviderSubscription
+	for id, s := range p.subs {
+		if p.owner[id] == tenant {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// add puts a subscription into the fake as if made earlier.
+func (p *fakeProvider) add(tenant string, s mail.ProviderSubscription) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.subs[s.ID], p.owner[s.ID] = s, tenant
+}
+
+// count is the number of calls of op (any id when id is "").
+func (p *fakeProvider) count(op, id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.calls {
+		if c.Op == op && (id == "" || c.ID == id) {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *fakeProvider) live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.subs)
+}
+
+type fakeImports struct {
+	mu   sync.Mutex
+	reqs []contracts.MailImportRequest
+}
+
+func (q *fakeImports) Import(ctx context.Context, r contracts.MailImportRequest) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reqs = append(q.reqs, r)
+	return nil
+}
+
+func (q *fakeImports) catchUps(folderID int64) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, r := range q.reqs {
+		if r.FolderID == folderID && r.Reason == contracts.ImportCatchUp {
+			n++
+		}
+	}
+	return n
+}
+
+type env struct {
+	pool    *pgxpool.Pool
+	store   *postgres.Store
+	clock   *clock
+	prov    *fakeProvider
+	imports *fakeImports
+	reg     *prometheus.Registry
+	svc     *mail.SubscriptionService
+}
+
+func openPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgpkg.Open(context.Background(), pgpkg.Options{URL: url, Schema: postgres.Schema, Migrations: postgres.Migrations()},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{pool: openPool(t, pgtest.NewDatabase(t)), clock: &clock{t: t0}, imports: &fakeImports{}, reg: prometheus.NewRegistry()}
+	e.store = postgres.New(e.pool, e.clock.Now)
+	e.prov = newFakeProvider(e.clock.Now)
+	e.svc = e.service(t, e.pool)
+	return e
+}
+
+// service is another SubscriptionService on pool (another process).
+func (e *env) service(t *testing.T, pool *pgxpool.Pool) *mail.SubscriptionService {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if e.svc == nil {
+		reg = e.reg
+	}
+	m, err := mail.NewSubscriptionMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(pool, e.clock.Now), Provider: e.prov,
+		Imports: e.imports, PublicBaseURL: baseURL, Lifetime: 70 * time.Hour, Metrics: m, Now: e.clock.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// channel creates a channel with folders (external ids) of the customer.
+func (e *env) channel(t *testing.T, customerID int64, in mail.ChannelInput, folders ...string) (mail.Channel, []mail.Folder) {
+	t.Helper()
+	for _, f := range folders {
+		in.Folders = append(in.Folders, mail.FolderInput{ExternalFolderID: f, DisplayName: f, AutoRetrieveEmails: in.AutoRetrieveEmails})
+	}
+	ctx := context.Background()
+	c, err := e.store.CreateChannel(ctx, customerID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := e.store.AllFolders(ctx, customerID, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, fs
+}
+
+var seq int
+
+func m365(on bool) mail.ChannelInput {
+	seq++
+	return mail.ChannelInput{Name: "support", Kind: mail.KindEmail, EmailAddress: fmt.Sprintf("support%d@contoso.com", seq),
+		Provider: mail.ProviderMicrosoft365, ProviderTenantID: tenantA, AutoRetrieveEmails: on}
+}
+
+// folderRow is what the folder row holds of its subscription.
+type folderRow struct {
+	SubscriptionID, ClientState string
+	Expiration, RenewRequested  *time.Time
+}
+
+func (e *env) row(t *testing.T, folderID int64) folderRow {
+	t.Helper()
+	var r folderRow
+	err := e.pool.QueryRow(context.Background(), `SELECT coalesce(provider_subscription_id, ''), coalesce(client_state, ''),
+		provider_subscription_expiration, renew_requested_at FROM channel_folders WHERE folder_id = $1`, folderID).
+		Scan(&r.SubscriptionID, &r.ClientState, &r.Expiration, &r.RenewRequested)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) sqlExec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := e.pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyncCreatesWithPendingClientState(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c, fs := e.channel(t, customerA, m365(true), "inbox", "AAMkAD-sales")
+	var seen []string
+	e.prov.onCreate = func(req mail.NewProviderSubscription) {
+		// The folder already holds the secret, committed, and no id yet.
+		var state, id string
+		err := e.pool.QueryRow(ctx, `SELECT coalesce(client_state, ''), coalesce(provider_subscription_id, '')
+			FROM channel_folders WHERE channel_id = $1 AND external_folder_id = $2`, c.ID, req.FolderID).Scan(&state, &id)
+		if err != nil {
+			t.Error(err)
+		}
+		if state == "" || state != req.ClientState || id != "" {
+			t.Errorf("at create of %s the row has client state %q and id %q; the request has %q", req.FolderID, state, id, req.ClientState)
+		}
+		if req.NotificationURL != notifyURL || req.LifecycleNotificationURL != notifyURL {
+			t.Errorf("notification URLs %q, %q", req.NotificationURL, req.LifecycleNotificationURL)
+		}
+		if !req.Expiration.Equal(t0.Add(70*time.Hour)) || req.Mailbox != c.EmailAddress {
+			t.Errorf("request %+v", req)
+		}
+		if len(req.ClientState) < 40 || len(req.ClientState) > 128 {
+			t.Errorf("client state of %d characters", len(req.ClientState))
+		}
+		seen = append(seen, req.ClientState)
+	}
+	out, err := e.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || len(seen) != 2 || seen[0] == seen[1] {
+		t.Fatalf("outcomes %+v, client states %q", out, seen)
+	}
+	for i, o := range out {
+		r := e.row(t, fs[i].ID)
+		want := t0.Add(70*time.Hour - grantedCut)
+		if o.Outcome != mail.OutcomeSubscribed || o.SubscriptionID == "" || r.SubscriptionID != o.SubscriptionID ||
+			r.Expiration == nil || !r.Expiration.Equal(want) || !o.SubscriptionExpiration.Equal(want) || r.ClientState != seen[i] {
+			t.Errorf("folder %d: outcome %+v, row %+v; want the granted expiry %v", i, o, r, want)
+		}
+		if n := e.imports.catchUps(fs[i].ID); n != 1 {
+			t.Errorf("folder %d: %d catch-up imports", i, n)
+		}
+	}
+	// A second sync finds them active and asks nothing.
+	out, err = e.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil || out[0].Outcome != mail.OutcomeActive || e.prov.count("create", "") != 2 {
+		t.Fatalf("second sync: %+v %v, %d creates", out, err, e.prov.count("create", ""))
+	}
+}
+
+func TestSyncConflictRecovery(t *testing.T) {
+	cases := []struct {
+		name string
+		// stale is what exists at the provider for the folder before the
+		// sync (made by an earlier run that died before storing it).
+		staleURL    string
+		wantOutcome string
+		wantLive    int
+	}{
+		{name: "ours is deleted and the create repeated", staleURL: notifyURL, wantOutcome: mail.OutcomeSubscribed, wantLive: 1},
+		{name: "ours in another case is ours too", staleURL: strings.ToUpper(notifyURL[:8]) + notifyURL[8:], wantOutcome: mail.OutcomeSubscribed, wantLive: 1},
+		{name: "another application's is left alone", staleURL: "https://other.example.com/hook", wantOutcome: mail.OutcomeFailed, wantLive: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			c, fs := e.channel(t, customerA, m365(true), "inbox")
+			e.prov.add(tenantA, mail.ProviderSubscription{ID: "stale", Resource: "Users/" + c.EmailAddress + "/mailFolders('inbox')/messages",
+				NotificationURL: tc.staleURL, Expiration: t0.Add(time.Hour)})
+			out, err := e.svc.SyncChannel(context.Background(), customerA, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out[0].Outcome != tc.wantOutcome || e.prov.live() != tc.wantLive {
+				t.Fatalf("outcome %+v, %d live subscriptions", out[0], e.prov.live())
+			}
+			r := e.row(t, fs[0].ID)
+			if tc.wantOutcome == mail.OutcomeFailed {
+				if r.SubscriptionID != "" || r.RenewRequested == nil || !r.RenewRequested.Equal(t0.Add(time.Minute)) || !strings.Contains(out[0].Error, "409") {
+					t.Fatalf("failed folder row %+v, error %q", r, out[0].Error)
+				}
+				return
+			}
+			if r.SubscriptionID == "" || r.SubscriptionID == "stale" || e.prov.count("delete", "stale") != 1 || e.prov.count("create", "") != 2 {
+				t.Fatalf("row %+v; calls %+v", r, e.prov.calls)
+			}
+		})
+	}
+}
+
+func TestConcurrentSyncsCreateOneSubscriptionPerFolder(t *testing.T) {
+	e := newEnv(t)
+	e.prov.latency = 20 * time.Millisecond
+	c, fs := e.channel(t, customerA, m365(true), "inbox", "f2", "f3")
+	other := e.service(t, openPool(t, e.pool.Config().ConnString()))
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for _, svc := range []*mail.SubscriptionService{e.svc, other, e.svc, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := svc.SyncChannel(context.Background(), customerA, c.ID)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range fs {
+		if n := e.prov.count("create", f.ExternalFolderID); n != 1 {
+			t.Errorf("folder %s: %d creates", f.ExternalFolderID, n)
+		}
+		if e.row(t, f.ID).SubscriptionID == "" {
+			t.Errorf("folder %s has no subscription", f.ExternalFolderID)
+		}
+	}
+}
+
+func TestSyncProviderErrors(t *testing.T) {
+	cases := []struct {
+		name      string
+		err       error
+		wantRetry time.Duration
+	}{
+		{name: "5xx waits the retry delay", err: errors.New("graph: 503 service unavailable"), wantRetry: time.Minute},
+		{name: "429 waits its Retry-After", err: &mail.ProviderThrottled{RetryAfter: 5 * time.Minute}, wantRetry: 5 * time.Minute},
+		{name: "429 shorter than the delay waits its Retry-After", err: &mail.ProviderThrottled{RetryAfter: 2 * time.Second}, wantRetry: 2 * time.Second},
+		{name: "429 without Retry-After waits the delay", err: &mail.ProviderThrottled{}, wantRetry: time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			c, fs := e.channel(t, customerA, m365(true), "inbox")
+			e.prov.failNext("create", tc.err)
+			out, err := e.svc.SyncChannel(context.Background(), customerA, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := e.row(t, fs[0].ID)
+			if out[0].Outcome != mail.OutcomeFailed || out[0].Error != tc.err.Error() || r.SubscriptionID != "" ||
+				r.RenewRequested == nil || !r.RenewRequested.Equal(t0.Add(tc.wantRetry)) || e.imports.catchUps(fs[0].ID) != 0 {
+				t.Fatalf("outcome %+v, row %+v", out[0], r)
+			}
+		})
+	}
+}
