@@ -52,12 +52,19 @@ type Deps struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	// stopWork ends the background work (the outbox relay); workDone is
-	// closed when it has returned.
+	// stopWork ends the background work (the outbox relay and what Go
+	// added); workDone is closed when all of it has returned.
 	stopWork context.CancelFunc
 	workDone chan struct{}
 	relay    *outbox.Relay
+	work     []func(ctx context.Context)
 }
+
+// Go adds background work that Serve runs while serving: fn gets a context
+// that ends at shutdown, after the HTTP server and the NATS subscriptions
+// have stopped and before the pools close, and Close waits for fn to
+// return.
+func (d *Deps) Go(fn func(ctx context.Context)) { d.work = append(d.work, fn) }
 
 // Migrate applies the service's migrations and returns: it needs PostgreSQL
 // only (the `migrate` subcommand).
@@ -126,12 +133,20 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 		return errors.Join(err, d.Close())
 	}
 	if d.relay != nil {
+		relay := d.relay
+		d.work = append(d.work, func(ctx context.Context) { _ = relay.Run(ctx) })
+	}
+	if len(d.work) > 0 {
 		var workCtx context.Context
 		workCtx, d.stopWork = context.WithCancel(context.WithoutCancel(ctx))
 		d.workDone = make(chan struct{})
+		var wg sync.WaitGroup
+		for _, fn := range d.work {
+			wg.Go(func() { fn(workCtx) })
+		}
 		go func() {
-			defer close(d.workDone)
-			_ = d.relay.Run(workCtx)
+			wg.Wait()
+			close(d.workDone)
 		}()
 	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
@@ -161,6 +176,8 @@ func (d *Deps) Close() error {
 		if d.stopWork != nil {
 			d.stopWork()
 			<-d.workDone
+		}
+		if d.relay != nil && d.workDone != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if _, err := d.relay.Flush(ctx); err != nil {
 				d.Log.Warn("outbox: events stay queued for the next start", "error", err.Error())

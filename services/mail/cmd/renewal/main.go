@@ -21,6 +21,7 @@ import (
 
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/queue"
@@ -28,15 +29,12 @@ import (
 
 // Config of the renewal job.
 type Config struct {
-	HTTPAddr          string        `env:"HTTP_ADDR" default:"127.0.0.1:8086" desc:"listen address of the renewal job's /healthz, /readyz and /metrics"`
-	Interval          time.Duration `env:"RENEWAL_INTERVAL" default:"1m" desc:"time between renewal rounds"`
-	Window            time.Duration `env:"RENEWAL_WINDOW" default:"1h" desc:"subscriptions expiring within this are renewed"`
-	Lifetime          time.Duration `env:"MAIL_SUBSCRIPTION_LIFETIME" default:"70h" desc:"lifetime asked for a provider subscription (Graph allows at most 4,230 minutes for messages; the expiry Graph returns is stored)"`
-	PublicBaseURL     string        `env:"PUBLIC_BASE_URL" default:"" desc:"public HTTPS address of the backend; notifications go to it followed by /api/providerwebhook (required)"`
-	GraphClientID     string        `env:"GRAPH_CLIENT_ID" default:"" desc:"application (client) id of the Entra app for Microsoft Graph"`
-	GraphClientSecret string        `env:"GRAPH_CLIENT_SECRET" default:"" desc:"client secret of the Entra app (never logged)"`
-	GraphTokenURL     string        `env:"GRAPH_TOKEN_URL" default:"https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token" desc:"OAuth2 token endpoint; {tenant} is replaced by the channel's tenant"`
-	GraphBaseURL      string        `env:"GRAPH_BASE_URL" default:"https://graph.microsoft.com/v1.0" desc:"Microsoft Graph API base URL"`
+	HTTPAddr      string        `env:"HTTP_ADDR" default:"127.0.0.1:8086" desc:"listen address of the renewal job's /healthz, /readyz and /metrics"`
+	Interval      time.Duration `env:"RENEWAL_INTERVAL" default:"1m" desc:"time between renewal rounds"`
+	Window        time.Duration `env:"RENEWAL_WINDOW" default:"1h" desc:"subscriptions expiring within this are renewed"`
+	Lifetime      time.Duration `env:"MAIL_SUBSCRIPTION_LIFETIME" default:"70h" desc:"lifetime asked for a provider subscription (Graph allows at most 4,230 minutes for messages; the expiry Graph returns is stored)"`
+	PublicBaseURL string        `env:"PUBLIC_BASE_URL" default:"" desc:"public HTTPS address of the backend; notifications go to it followed by /api/providerwebhook (required)"`
+	graph.Settings
 	config.Common
 }
 

@@ -68,7 +68,7 @@ func TestServeHealthAndMetricsThenStop(t *testing.T) {
 	svc := servicetest.Start(t, "renewal", withProvider(p, &cfg), servicetest.Options{Env: map[string]string{
 		"PUBLIC_BASE_URL": "https://support.example.com", "RENEWAL_INTERVAL": "50ms", "GRAPH_CLIENT_SECRET": "s3cret",
 	}})
-	if cfg.Window != time.Hour || cfg.Lifetime != 70*time.Hour || cfg.Interval != 50*time.Millisecond || cfg.GraphClientSecret != "s3cret" {
+	if cfg.Window != time.Hour || cfg.Lifetime != 70*time.Hour || cfg.Interval != 50*time.Millisecond || cfg.ClientSecret != "s3cret" {
 		t.Fatalf("config %+v", cfg)
 	}
 	resp, err := http.Get(svc.URL + "/metrics")
@@ -148,16 +148,24 @@ func TestRefusedConfigurationAndCommands(t *testing.T) {
 	}
 }
 
-// Until the graph adapter is wired, serving refuses to start instead of
-// renewing nothing.
-func TestRunWithoutProviderRefusesToStart(t *testing.T) {
-	svcEnv := servicetest.Env(t, "renewal", nil, false)
-	svcEnv["PUBLIC_BASE_URL"] = "https://support.example.com"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := run(ctx, []string{"renewal"}, func(k string) string { return svcEnv[k] }, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "mail provider") {
-		t.Fatalf("run: %v", err)
+// An app with a half-set or malformed Graph configuration is refused at
+// start, not discovered at the first renewal.
+func TestRunRefusesBadGraphSettings(t *testing.T) {
+	for _, extra := range []map[string]string{
+		{"GRAPH_CLIENT_ID": "app"},
+		{"GRAPH_CLIENT_ID": "app", "GRAPH_CLIENT_SECRET": "s", "GRAPH_BASE_URL": "ftp://graph.example"},
+	} {
+		svcEnv := servicetest.Env(t, "renewal", nil, false)
+		svcEnv["PUBLIC_BASE_URL"] = "https://support.example.com"
+		for k, v := range extra {
+			svcEnv[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := run(ctx, []string{"renewal"}, func(k string) string { return svcEnv[k] }, io.Discard)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "mail provider") {
+			t.Fatalf("run with %v: %v", extra, err)
+		}
 	}
 }
 

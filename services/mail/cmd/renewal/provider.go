@@ -1,18 +1,16 @@
 package main
 
 import (
-	"errors"
+	"net/http"
 	"time"
 
+	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/mail"
 )
 
-// newProvider builds the Microsoft Graph subscription API from the config:
-// the adapter from the graph client (services/mail/internal/graph) to
-// mail.Provider goes here. Until it is wired, run refuses to start rather
-// than renew nothing.
+// newProvider is Microsoft Graph through the app of GRAPH_*; without one,
+// a provider that refuses every call (the job runs and reports the folders
+// it cannot serve).
 func newProvider(cfg Config, now func() time.Time) (mail.Provider, error) {
-	_ = cfg
-	_ = now
-	return nil, errors.New("no Microsoft Graph client is wired into this build yet")
+	return graph.NewMailProvider(cfg.Settings, &http.Client{Timeout: graph.DefaultTimeout}, now)
 }

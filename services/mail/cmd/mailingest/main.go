@@ -1,0 +1,116 @@
+// Command mailingest is the HTTP binary of the mail context: the Channels
+// API, the mail provider's public callbacks (validation handshake and change
+// notifications, which queue folder imports on MAIL_IMPORT) and the
+// subscribe/unsubscribe toggles; plus the channel lookup over NATS.
+//
+//	mailingest            serve (migrations are applied at start)
+//	mailingest migrate    apply migrations and exit
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/boot"
+	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/services/mail/internal/graph"
+	"supportplatform.dev/services/mail/internal/httpapi"
+	"supportplatform.dev/services/mail/internal/mail"
+	"supportplatform.dev/services/mail/internal/postgres"
+	"supportplatform.dev/services/mail/internal/queue"
+	"supportplatform.dev/services/mail/internal/rpc"
+)
+
+// Config of mailingest.
+type Config struct {
+	HTTPAddr      string        `env:"HTTP_ADDR" default:"127.0.0.1:8085" desc:"listen address of mailingest"`
+	PublicBaseURL string        `env:"PUBLIC_BASE_URL" default:"" desc:"public HTTPS address of the backend; notifications go to it followed by /api/providerwebhook (required)"`
+	Lifetime      time.Duration `env:"MAIL_SUBSCRIPTION_LIFETIME" default:"70h" desc:"lifetime asked for a provider subscription (Graph allows at most 4,230 minutes for messages; the expiry Graph returns is stored)"`
+	graph.Settings
+	config.Common
+}
+
+func (c Config) check() error {
+	u, err := url.Parse(c.PublicBaseURL)
+	if c.PublicBaseURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)")
+	}
+	if c.Lifetime < time.Hour {
+		return errors.New("config: MAIL_SUBSCRIPTION_LIFETIME must be at least an hour")
+	}
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "mailingest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	var cfg Config
+	if err := config.Load(getenv, &cfg); err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 1 {
+		cmd = args[1]
+	}
+	opts := boot.Options{Service: "mailingest", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
+	switch cmd {
+	case "migrate":
+		return boot.Migrate(ctx, cfg.Common, opts, stdout)
+	case "serve":
+	default:
+		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
+	}
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = deps.Close() }()
+	provider, err := graph.NewMailProvider(cfg.Settings, &http.Client{Timeout: graph.DefaultTimeout}, deps.Now)
+	if err != nil {
+		return fmt.Errorf("mail provider: %w", err)
+	}
+	if !cfg.Configured() {
+		deps.Log.Warn("no Microsoft Graph app configured: channels and callbacks work, provider subscriptions cannot be made")
+	}
+	imports, err := queue.New(ctx, deps.Bus)
+	if err != nil {
+		return err
+	}
+	store := postgres.New(deps.DB, deps.Now)
+	subMetrics, err := mail.NewSubscriptionMetrics(deps.Server.Registry)
+	if err != nil {
+		return err
+	}
+	subs := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: store, Provider: provider, Imports: imports,
+		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: subMetrics, Now: deps.Now, Log: deps.Log})
+	channels := mail.NewChannelService(store, subs, deps.Log)
+	notifier := mail.NewNotifier(store, imports, deps.Now, deps.Log, deps.Server.Registry, mail.NotifierOptions{})
+	// Parked notifications are looked up again until shutdown.
+	deps.Go(notifier.Run)
+
+	if err := rpc.Serve(deps.Bus, channels); err != nil {
+		return err
+	}
+	httpapi.New(channels, subs, notifier, deps.Server).
+		Routes(deps.Server.Engine, deps.Auth(), authn.RequireRole(authn.RoleAdmin, deps.Server.Fail))
+	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
+}
