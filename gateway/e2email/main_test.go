@@ -44,7 +44,9 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 // lazyTransport sends through the stack's TLS client once the stack is up:
 // the fake Graph must exist before the services (they get its URL) but calls
 // the gateway, whose certificate exists only after Start.
-type lazyTransport struct{ rt atomic.Pointer[http.RoundTripper] }
+type lazyTransport struct {
+	rt atomic.Pointer[http.RoundTripper]
+}
 
 func (l *lazyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	rt := l.rt.Load()

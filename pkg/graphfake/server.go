@@ -93,9 +93,9 @@ type Server struct {
 
 type stored struct {
 	Subscription
-	renewals int // successful PATCHes
-	seq int64  // creation order, for stable list pages
-	tls string // latestSupportedTlsVersion
+	renewals int    // successful PATCHes
+	seq      int64  // creation order, for stable list pages
+	tls      string // latestSupportedTlsVersion
 }
 
 type fault struct {
