@@ -3,6 +3,7 @@ package e2email
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestChannelsCreateReadList(t *testing.T) {
 
 	var got channelBody
 	wantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/channels/%d", ch.ChannelID), tn.agentToken, nil), http.StatusOK, &got)
-	if got != ch {
+	if !reflect.DeepEqual(got, ch) {
 		t.Fatalf("get %+v, created %+v", got, ch)
 	}
 	var l listBody[channelBody]
@@ -221,7 +222,7 @@ func TestChannelsRolesAndTenants(t *testing.T) {
 	// Nothing was changed by the refused calls.
 	var got channelBody
 	wantStatus(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusOK, &got)
-	if got != ch {
+	if !reflect.DeepEqual(got, ch) {
 		t.Fatalf("after refused writes %+v, want %+v", got, ch)
 	}
 }

@@ -80,7 +80,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	// Outbox: the store's channel changes write events; this job makes none
 	// today, but retiring runs through the same store code.
-	opts := boot.Options{Service: "renewal", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
+	opts := boot.Options{Service: "renewal", Schema: postgres.Schema, Migrations: postgres.Migrations()}
 	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
 	if err != nil {
 		return err

@@ -141,7 +141,9 @@ func (h *Handlers) webhookNotify(c *gin.Context) error {
 		return apperr.Wrap(apperr.Invalid, err, "the request body could not be read")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		c.Status(http.StatusOK)
+		// Spec: an empty body gives 200; it is answered like an empty
+		// value array, so every 200 of a POST without a token is JSON.
+		c.JSON(http.StatusOK, notifyResponse{})
 		return nil
 	}
 	var req notificationsRequest
