@@ -10,11 +10,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,31 +28,9 @@ var (
 	stk      *stack.Stack
 	api      *apicontract.Contract
 	graph    *graphfake.Server
-	graphURL string
-)
-
-// Credentials of the Entra app the fake accepts.
-const (
-	graphClientID     = "e2e-mail-app"
-	graphClientSecret = "e2e-mail-secret"
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-// lazyTransport sends through the stack's TLS client once the stack is up:
-// the fake Graph must exist before the services (they get its URL) but calls
-// the gateway, whose certificate exists only after Start.
-type lazyTransport struct {
-	rt atomic.Pointer[http.RoundTripper]
-}
-
-func (l *lazyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rt := l.rt.Load()
-	if rt == nil {
-		return nil, fmt.Errorf("stack not started")
-	}
-	return (*rt).RoundTrip(r)
-}
 
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -82,30 +58,31 @@ func run(m *testing.M) int {
 		return fail("build: %v\n%s", err, buildLog.String())
 	}
 
-	lazy := &lazyTransport{}
-	graph = graphfake.New(graphfake.Options{ClientID: graphClientID, ClientSecret: graphClientSecret,
-		HTTPClient: &http.Client{Transport: lazy, Timeout: 10 * time.Second}})
-	graphSrv := httptest.NewServer(graph)
-	defer graphSrv.Close()
-	graphURL = graphSrv.URL
-	mailEnv := []string{
-		"GRAPH_CLIENT_ID=" + graphClientID,
-		"GRAPH_CLIENT_SECRET=" + graphClientSecret,
-		"GRAPH_TOKEN_URL=" + graphURL + "/{tenant}/oauth2/v2.0/token",
-		"GRAPH_BASE_URL=" + graphURL + "/v1.0",
+	// The fake Graph trusts the dev CA of the stack's data directory.
+	dataDir, err := os.MkdirTemp("", "sp-e2email-data-")
+	if err != nil {
+		return fail("%v", err)
 	}
+	defer os.RemoveAll(dataDir)
+	fake, err := stack.StartFakeGraph(dataDir, "127.0.0.1:0")
+	if err != nil {
+		return fail("fake Graph: %v", err)
+	}
+	defer fake.Close()
+	graph = fake.Server
 
 	var stackLog bytes.Buffer
 	stk, err = stack.Start(ctx, stack.Options{
 		RepoRoot:  repoRoot,
 		BinDir:    binDir,
+		DataDir:   dataDir,
 		Services:  []string{"auth", "mailingest", "renewal"},
 		RateLimit: stack.RateLimit{Average: 10000, Period: time.Second, Burst: 10000},
 		Env: map[string][]string{
 			"auth":       {"AUTH_LOGIN_MAX_FAILURES_IP=100000", "AUTH_ACCOUNT_CREATE_LIMIT=1000"},
-			"mailingest": mailEnv,
+			"mailingest": fake.Env,
 			// A round every second, so tests see the job's effects quickly.
-			"renewal": append(mailEnv, "RENEWAL_INTERVAL=1s"),
+			"renewal": append(slices.Clone(fake.Env), "RENEWAL_INTERVAL=1s"),
 		},
 		Log:      stack.SyncWriter(&stackLog),
 		LogLevel: "debug",
@@ -115,8 +92,6 @@ func run(m *testing.M) int {
 		fmt.Fprint(os.Stderr, stackLog.String())
 		return fail("start stack: %v", err)
 	}
-	rt := stk.HTTPClient().Transport
-	lazy.rt.Store(&rt)
 	closeBackends, err := openBackends(ctx)
 	if err != nil {
 		_ = stk.Stop()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/graphfake"
 )
@@ -293,7 +294,7 @@ func TestSubscribeWhenGraphRefuses(t *testing.T) {
 	if !tb.AutoRetrieveEmails || tb.Folders[0].Outcome != "failed" || tb.Folders[0].Error == "" || tb.Folders[0].ProviderSubscriptionID != nil {
 		t.Fatalf("subscribe while Graph refuses: %+v", tb)
 	}
-	if strings.Contains(tb.Folders[0].Error, graphClientSecret) {
+	if strings.Contains(tb.Folders[0].Error, stack.FakeGraphClientSecret) {
 		t.Fatal("the client secret leaked into the outcome")
 	}
 	if f := folders(t, tn, ch.ChannelID)[0]; f.ProviderSubscriptionID != nil || !f.AutoRetrieveEmails {

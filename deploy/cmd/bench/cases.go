@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"supportplatform.dev/deploy/stack"
 )
 
 // benchCase is one measured request. New endpoints are new entries of
@@ -58,6 +60,10 @@ type benchEnv struct {
 	Client  *http.Client
 	BaseURL string
 	Token   string
+	// Graph is the fake Microsoft Graph the mail services use.
+	Graph *stack.FakeGraph
+	// MetricsURL is each service's own /metrics (not through the gateway).
+	MetricsURL map[string]string
 }
 
 const baselineCase = "static"
@@ -163,6 +169,7 @@ func benchCases() []*benchCase {
 			},
 			Note: fmt.Sprintf("%q to es every time: Redis cache hits after the preflight", cachedSentence),
 		},
+		mailNotifyCase(),
 		{
 			Name: "translate-uncached", Method: http.MethodPost, Path: "/api/Translations/translate", Auth: true,
 			Needs: []string{"auth", "translation"},

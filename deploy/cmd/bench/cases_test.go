@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,7 +33,7 @@ func TestSelectCases(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct{ list, want string }{
-		{"", "static,customers-me,topics-list,detect-language,translate-cached,translate-uncached"},
+		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,translate-uncached"},
 		{"translate-cached", "static,translate-cached"},
 		// topics-list is compared with customers-me, which comes along.
 		{" topics-list ,", "static,customers-me,topics-list"},
@@ -88,5 +89,23 @@ func TestCheckingTransportFailsWrongAnswers(t *testing.T) {
 	_, err := c.preflight(context.Background(), e, c.client(srv.Client(), 4))
 	if err == nil || !strings.Contains(err.Error(), "untranslated") {
 		t.Fatalf("preflight error %v, want the untranslated answer reported", err)
+	}
+}
+
+// The bench's notification is Graph's shape and names its subscription.
+func TestNotificationBody(t *testing.T) {
+	var body struct {
+		Value []struct {
+			SubscriptionID, ClientState, ChangeType, Resource string
+			ResourceData                                      struct{ ID string }
+		}
+	}
+	if err := json.Unmarshal([]byte(notificationBody(mailTarget{"sub-1", "state-1"}, 7)), &body); err != nil {
+		t.Fatal(err)
+	}
+	v := body.Value
+	if len(v) != 1 || v[0].SubscriptionID != "sub-1" || v[0].ClientState != "state-1" || v[0].ChangeType != "created" ||
+		!strings.HasSuffix(v[0].Resource, "/Messages/"+v[0].ResourceData.ID) {
+		t.Fatalf("%+v", body)
 	}
 }

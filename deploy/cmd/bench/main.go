@@ -97,6 +97,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	go func() { _ = static.Serve(ln) }()
 	defer static.Close()
 
+	// The fake Microsoft Graph for the mail cases trusts the dev CA of the
+	// stack's data directory.
+	dataDir, err := os.MkdirTemp("", "sp-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dataDir)
+	graph, err := stack.StartFakeGraph(dataDir, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer graph.Close()
+
 	demo := &stack.Account{Customer: "Bench Company", Email: "bench@example.com", Password: "bench-" + randid.Hex(12), Name: "Bench Admin"}
 	var logw io.Writer // nil: processes write their log files directly
 	if *verbose {
@@ -104,8 +117,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	st, err := stack.Start(ctx, stack.Options{
 		RepoRoot: root,
+		DataDir:  dataDir,
 		Services: built,
 		Demo:     demo,
+		Env:      map[string][]string{"mailingest": graph.Env, "renewal": graph.Env},
 		// The gateway's limit stays on the path (same middleware as in
 		// production) but far above what the generator can send.
 		RateLimit: stack.RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000},
@@ -134,7 +149,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 
-	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token}
+	metrics := map[string]string{}
+	for name, u := range st.ServiceURLs {
+		metrics[name] = u + "/metrics"
+	}
+	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token, Graph: graph, MetricsURL: metrics}
 	slowWorkers := min(*uncachedC, *concurrency)
 	fmt.Fprintf(stdout, "gateway %s, %d workers (slow cases %d), %s per case after %s warm-up, %d CPUs\n\n",
 		st.HTTPSURL, *concurrency, slowWorkers, *duration, *warmup, runtime.NumCPU())
@@ -395,7 +414,7 @@ func cpuPerRequest(before, after map[string]time.Duration, r loadgen.Result) str
 		return "-"
 	}
 	var parts []string
-	for _, name := range []string{"traefik", "bench", "auth", "topics", "translation", "translation children", "postgres", "redis-server", "nats-server"} {
+	for _, name := range []string{"traefik", "bench", "auth", "topics", "translation", "translation children", "mailingest", "renewal", "postgres", "redis-server", "nats-server"} {
 		d := after[name] - before[name]
 		if d <= 0 {
 			continue
