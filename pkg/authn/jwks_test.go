@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"supportplatform.dev/pkg/clocktest"
 )
 
 // jwksServer serves k1 on its first request; later requests block until
@@ -61,28 +63,11 @@ func (s *jwksServer) waitArrived(t *testing.T) {
 	}
 }
 
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // loaded returns a key set that has fetched the first set (k1).
-func loaded(t *testing.T, s *jwksServer) (*KeySet, *testClock) {
+func loaded(t *testing.T, s *jwksServer) (*KeySet, *clocktest.Clock) {
 	t.Helper()
-	c := &testClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	k := NewKeySet(s.url, nil, c.now)
+	c := clocktest.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	k := NewKeySet(s.url, nil, c.Now)
 	if _, err := k.Key(context.Background(), "k1"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +77,7 @@ func loaded(t *testing.T, s *jwksServer) (*KeySet, *testClock) {
 func TestKnownKidIsServedWhileARefreshIsInFlight(t *testing.T) {
 	s := newJWKSServer(t)
 	k, c := loaded(t, s)
-	c.advance(11 * time.Second) // past the refetch interval, well within maxAge
+	c.Advance(11 * time.Second) // past the refetch interval, well within maxAge
 	got := make(chan error, 1)
 	go func() {
 		key, err := k.Key(context.Background(), "k2")
@@ -125,7 +110,7 @@ func TestKnownKidIsServedWhileARefreshIsInFlight(t *testing.T) {
 func TestParallelUnknownKidsShareOneFetch(t *testing.T) {
 	s := newJWKSServer(t)
 	k, c := loaded(t, s)
-	c.advance(11 * time.Second)
+	c.Advance(11 * time.Second)
 	const n = 50
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -174,7 +159,7 @@ func TestParallelUnknownKidsShareOneFetch(t *testing.T) {
 func TestWaiterGivesUpWithoutCancellingTheFetch(t *testing.T) {
 	s := newJWKSServer(t)
 	k, c := loaded(t, s)
-	c.advance(11 * time.Second)
+	c.Advance(11 * time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan error, 1)
 	go func() {
@@ -208,7 +193,7 @@ func TestStaleSetWithAuthDownServesKnownKeysAndRetriesSparingly(t *testing.T) {
 	k, c := loaded(t, s)
 	s.down.Store(true)
 	s.release()
-	c.advance(11 * time.Minute) // the set is stale
+	c.Advance(11 * time.Minute) // the set is stale
 	for i := 0; i < 5; i++ {
 		key, err := k.Key(context.Background(), "k1")
 		if err != nil || !key.Equal(s.k1) {
@@ -221,7 +206,7 @@ func TestStaleSetWithAuthDownServesKnownKeysAndRetriesSparingly(t *testing.T) {
 	if got := s.requests.Load(); got != 2 {
 		t.Fatalf("%d JWKS requests, want 2: one failed refresh, then none within the interval", got)
 	}
-	c.advance(11 * time.Second)
+	c.Advance(11 * time.Second)
 	_, _ = k.Key(context.Background(), "k1")
 	if got := s.requests.Load(); got != 3 {
 		t.Fatalf("%d JWKS requests, want a retry after the interval", got)

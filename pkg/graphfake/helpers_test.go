@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"supportplatform.dev/pkg/clocktest"
 )
 
 const (
@@ -20,24 +22,8 @@ const (
 	tenantB          = "6f1c2d3e-aaaa-4bbb-8ccc-000000000002"
 )
 
-// clock is an injectable time source tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 }
 
 // receiver is a webhook endpoint over TLS, as the gateway's is. Its answer to the validation
@@ -149,7 +135,7 @@ type env struct {
 	t     *testing.T
 	fake  *Server
 	srv   *httptest.Server
-	clock *clock
+	clock *clocktest.Clock
 	recv  *receiver
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
 	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
@@ -29,30 +30,12 @@ import (
 	"supportplatform.dev/services/auth/internal/postgres"
 )
 
-// clock is the injected time: tests move it instead of sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type limits struct{ email, ip, create, reset int }
 
 type fixture struct {
 	svc    *auth.Service
 	db     *pgxpool.Pool
-	clock  *clock
+	clock  *clocktest.Clock
 	hashes atomic.Int64 // password checks (argon2id runs) during logins
 	ttl    time.Duration
 }
@@ -89,7 +72,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{db: db, clock: &clock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}, ttl: 45 * time.Minute}
+	f := &fixture{db: db, clock: clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), ttl: 45 * time.Minute}
 	f.svc, err = auth.NewService(auth.Deps{
 		Store:   postgres.New(db),
 		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", f.ttl),

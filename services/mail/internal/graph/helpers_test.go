@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/services/mail/internal/graph"
 )
@@ -21,23 +22,6 @@ const (
 	tenantB      = "6f1c2d3e-aaaa-4bbb-8ccc-000000000002"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // recorded is a Graph request as the fake received it.
 type recorded struct {
 	method, path, prefer string
@@ -48,7 +32,7 @@ type recorded struct {
 // the validation handshake as the mail service must.
 type fixture struct {
 	t      *testing.T
-	clock  *clock
+	clock  *clocktest.Clock
 	fake   *graphfake.Server
 	srv    *httptest.Server
 	recv   *httptest.Server
@@ -60,7 +44,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, adjust ...func(*graphfake.Options)) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clock: &clock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}}
+	f := &fixture{t: t, clock: clocktest.New(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))}
 	f.recv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tok := r.URL.Query().Get("validationToken"); tok != "" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
@@ -29,23 +30,6 @@ import (
 
 // nt0 starts a coalescing bucket.
 var nt0 = time.Unix(1741064768, 0).UTC().Truncate(contracts.MailImportBucket)
-
-type notifyClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *notifyClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *notifyClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // countingStore counts the database calls of the notification path.
 type countingStore struct {
@@ -113,7 +97,7 @@ func (c *countingQueue) Import(ctx context.Context, r contracts.MailImportReques
 type notifyEnv struct {
 	store *countingStore
 	pool  *pgxpool.Pool
-	clock *notifyClock
+	clock *clocktest.Clock
 	reg   *prometheus.Registry
 }
 
@@ -127,13 +111,13 @@ func newNotifyEnv(t *testing.T) *notifyEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	c := &notifyClock{t: nt0}
-	return &notifyEnv{store: &countingStore{Store: postgres.New(pool, c.now)}, pool: pool, clock: c, reg: prometheus.NewRegistry()}
+	c := clocktest.New(nt0)
+	return &notifyEnv{store: &countingStore{Store: postgres.New(pool, c.Now)}, pool: pool, clock: c, reg: prometheus.NewRegistry()}
 }
 
 func (e *notifyEnv) notifier(t *testing.T, q mail.ImportQueue, o mail.NotifierOptions) *mail.Notifier {
 	t.Helper()
-	n := mail.NewNotifier(e.store, q, e.clock.now, quiet, e.reg, o)
+	n := mail.NewNotifier(e.store, q, e.clock.Now, quiet, e.reg, o)
 	t.Cleanup(n.Close)
 	return n
 }
@@ -333,7 +317,7 @@ func TestNotifyUnknownIDLooksUpOnce(t *testing.T) {
 		t.Errorf("parked items held = %d, want 1 (repeats share one)", got)
 	}
 	// After the negative TTL the id is looked up again.
-	e.clock.advance(11 * time.Second)
+	e.clock.Advance(11 * time.Second)
 	if _, err := n.Notify(ctx, []mail.Notification{note("not-stored-yet", "secret")}); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +336,7 @@ func TestNotifyForgedFloodIsBounded(t *testing.T) {
 	if _, err := n.Notify(context.Background(), []mail.Notification{note("real-sub", "secret")}); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.advance(time.Minute)
+	e.clock.Advance(time.Minute)
 	items := make([]mail.Notification, 1000)
 	for i := range items {
 		items[i] = note(randid.Hex(16), randid.Hex(8))
@@ -579,7 +563,7 @@ func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 	if len(q.requests()) != 0 {
 		t.Fatal("retried before its time")
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	waitFor(t, "the parked import", func() bool { return len(q.requests()) == 1 })
 	waitFor(t, "the park to empty", func() bool { return n.Parked() == 0 })
 	if r := q.requests()[0]; r.FolderID != f.ID || r.Reason != contracts.ImportNotification {
@@ -601,13 +585,13 @@ func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
 	// Retries with backoff: each round looks the id up once more.
 	for range 5 {
 		before := e.store.bySubscription.Load()
-		e.clock.advance(30 * time.Second)
+		e.clock.Advance(30 * time.Second)
 		waitFor(t, "a retry", func() bool { return e.store.bySubscription.Load() > before })
 	}
 	if n.Parked() != 1 {
 		t.Fatalf("parked = %d, want 1 before its time", n.Parked())
 	}
-	e.clock.advance(31 * time.Second) // 3 min and 1 s after it was parked
+	e.clock.Advance(31 * time.Second) // 3 min and 1 s after it was parked
 	waitFor(t, "the park to empty", func() bool { return n.Parked() == 0 })
 	if got := counter(t, e.reg, "mail_notifications_dropped_total", "reason", mail.DropParkedExpired); got != 2 {
 		t.Errorf("dropped parked-expired = %v, want 2", got)
@@ -619,7 +603,7 @@ func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
 
 func TestNotifyRunStops(t *testing.T) {
 	e := newNotifyEnv(t)
-	n := mail.NewNotifier(e.store, &fakeQueue{}, e.clock.now, quiet, nil, mail.NotifierOptions{ParkTick: time.Millisecond})
+	n := mail.NewNotifier(e.store, &fakeQueue{}, e.clock.Now, quiet, nil, mail.NotifierOptions{ParkTick: time.Millisecond})
 	done := make(chan struct{})
 	go func() { n.Run(context.Background()); close(done) }()
 	time.Sleep(10 * time.Millisecond)
@@ -672,7 +656,7 @@ func TestNotifyCoalescesIntoJetStream(t *testing.T) {
 		}
 	}
 	burst()
-	e.clock.advance(contracts.MailImportBucket)
+	e.clock.Advance(contracts.MailImportBucket)
 	burst()
 
 	if got := q.calls.Load(); got != 2 {
@@ -738,7 +722,7 @@ func TestNotifyRateLimitPerSubscription(t *testing.T) {
 	if got := counter(t, e.reg, "mail_notifications_dropped_total", "reason", mail.DropRateLimited); got != 5 {
 		t.Errorf("dropped rate-limited = %v", got)
 	}
-	e.clock.advance(2 * time.Second) // two tokens back
+	e.clock.Advance(2 * time.Second) // two tokens back
 	res, err = n.Notify(context.Background(), many(3, note("sub-a", "secret")))
 	if err != nil || res.Queued != 2 || res.Dropped != 1 {
 		t.Errorf("after 2 s: %+v, %v", res, err)

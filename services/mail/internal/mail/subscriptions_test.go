@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
 	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
@@ -34,15 +35,6 @@ const (
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-
-// clock is the injected time.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 type call struct{ Op, Tenant, ID string }
 
@@ -207,7 +199,7 @@ func (q *fakeImports) catchUps(folderID int64) int {
 type env struct {
 	pool    *pgxpool.Pool
 	store   *postgres.Store
-	clock   *clock
+	clock   *clocktest.Clock
 	prov    *fakeProvider
 	imports *fakeImports
 	reg     *prometheus.Registry
@@ -227,7 +219,7 @@ func openPool(t *testing.T, url string) *pgxpool.Pool {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{pool: openPool(t, pgtest.NewDatabase(t)), clock: &clock{t: t0}, imports: &fakeImports{}, reg: prometheus.NewRegistry()}
+	e := &env{pool: openPool(t, pgtest.NewDatabase(t)), clock: clocktest.New(t0), imports: &fakeImports{}, reg: prometheus.NewRegistry()}
 	e.store = postgres.New(e.pool, e.clock.Now)
 	e.prov = newFakeProvider(e.clock.Now)
 	e.svc = e.service(t, e.pool)
