@@ -8,75 +8,27 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
-	"github.com/jackc/pgx/v5"
 
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/config/configtest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/httpserver"
-	"supportplatform.dev/pkg/natstest"
-	"supportplatform.dev/pkg/postgres/pgtest"
-	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/servicetest"
 	"supportplatform.dev/services/mail/internal/httpapi"
 )
 
 func TestMigrateAndCommands(t *testing.T) {
-	db := pgtest.NewDatabase(t)
-	redisURL := os.Getenv("TEST_REDIS_URL")
-	if redisURL == "" {
-		redisURL = "redis://127.0.0.1:6379/0"
-	}
-	env := map[string]string{"DATABASE_URL": db, "NATS_URL": natstest.Start(t), "REDIS_URL": redisURL,
-		"NATS_PREFIX": "migratetest" + randid.Hex(4), "LOG_LEVEL": "warn"}
-	getenv := func(k string) string { return env[k] }
-	ctx := context.Background()
-
-	if err := run(ctx, []string{"mailingest", "bogus"}, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), "unknown command") {
-		t.Fatalf("bogus command: %v", err)
-	}
-	for range 2 { // idempotent
-		if err := run(ctx, []string{"mailingest", "migrate"}, getenv, io.Discard); err != nil {
-			t.Fatalf("migrate: %v", err)
-		}
-	}
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, _ := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'mail' ORDER BY 1`)
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "channel_folders channels outbox retired_subscriptions schema_migrations"
-	if got := strings.Join(tables, " "); got != want {
-		t.Fatalf("tables %q, want %q", got, want)
-	}
-
-	for _, bad := range []map[string]string{
-		{},                                     // no PUBLIC_BASE_URL
-		{"PUBLIC_BASE_URL": "support.example"}, // not absolute
-		{"PUBLIC_BASE_URL": "https://x.example", "MAIL_SUBSCRIPTION_LIFETIME": "10m"},
-		{"PUBLIC_BASE_URL": "https://x.example", "GRAPH_CLIENT_ID": "app"}, // no secret
-	} {
-		for k, v := range bad {
-			env[k] = v
-		}
-		if err := run(ctx, []string{"mailingest"}, getenv, io.Discard); err == nil {
-			t.Fatalf("serve with %v succeeded", bad)
-		}
-		for k := range bad {
-			delete(env, k)
-		}
-	}
+	servicetest.MigrateTest(t, "mailingest", run, "mail",
+		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations"},
+		map[string]string{}, // no PUBLIC_BASE_URL
+		map[string]string{"PUBLIC_BASE_URL": "support.example"}, // not absolute
+		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "MAIL_SUBSCRIPTION_LIFETIME": "10m"},
+		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "GRAPH_CLIENT_ID": "app"}, // no secret
+		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "SHUTDOWN_GRACE": "soon"})
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
