@@ -137,3 +137,7 @@ func metric(t *testing.T, service, name string, labels ...string) float64 {
 
 // interrupt stops a child process the way the supervisor does.
 var interrupt = os.Interrupt
+
+// jetstreamSubject is the GetMsg option that finds the next message on a
+// subject.
+func jetstreamSubject(subject string) jetstream.GetMsgOpt { return jetstream.WithGetMsgSubject(subject) }
