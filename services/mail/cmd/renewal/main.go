@@ -4,6 +4,9 @@
 // the retired ones, every RENEWAL_INTERVAL. Its HTTP port serves only
 // /healthz, /readyz and /metrics. Several may run at once: folders are
 // claimed under row locks.
+//
+//	renewal            serve (migrations are applied at start)
+//	renewal migrate    apply migrations and exit
 package main
 
 import (
@@ -72,15 +75,23 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	if len(args) > 1 && args[1] != "serve" {
-		return fmt.Errorf("unknown command %q (serve)", args[1])
+	// No outbox relay: this job writes no events, and mailingest relays the
+	// mail schema's outbox (renewal may not publish channel events).
+	opts := boot.Options{Service: "renewal", Schema: postgres.Schema, Migrations: postgres.Migrations()}
+	cmd := "serve"
+	if len(args) > 1 {
+		cmd = args[1]
+	}
+	switch cmd {
+	case "migrate":
+		return boot.Migrate(ctx, cfg.Common, opts, stdout)
+	case "serve":
+	default:
+		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
 	}
 	if err := cfg.check(); err != nil {
 		return err
 	}
-	// Outbox: the store's channel changes write events; this job makes none
-	// today, but retiring runs through the same store code.
-	opts := boot.Options{Service: "renewal", Schema: postgres.Schema, Migrations: postgres.Migrations()}
 	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
 	if err != nil {
 		return err

@@ -172,3 +172,10 @@ func TestRunRefusesBadGraphSettings(t *testing.T) {
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	configtest.RequireDocumented(t, "../../../../README.md", Config{})
 }
+
+func TestMigrateAndCommands(t *testing.T) {
+	servicetest.MigrateTest(t, "renewal", run, "mail",
+		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations"},
+		map[string]string{}, // no PUBLIC_BASE_URL
+		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "RENEWAL_WINDOW": "100h"})
+}
