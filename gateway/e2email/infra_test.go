@@ -140,4 +140,6 @@ var interrupt = os.Interrupt
 
 // jetstreamSubject is the GetMsg option that finds the next message on a
 // subject.
-func jetstreamSubject(subject string) jetstream.GetMsgOpt { return jetstream.WithGetMsgSubject(subject) }
+func jetstreamSubject(subject string) jetstream.GetMsgOpt {
+	return jetstream.WithGetMsgSubject(subject)
+}
