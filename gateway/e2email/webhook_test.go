@@ -224,11 +224,17 @@ func TestAutoRetrieveSwitches(t *testing.T) {
 		t.Run(fmt.Sprintf("channel %v folder %v", tt.channel, tt.folder), func(t *testing.T) {
 			ch, f := subscribedFolder(t, tn)
 			eventually(t, 5*time.Second, "catch-up import", func() bool { return len(imports(t, f.FolderID)) >= 1 })
+			state := clientState(t, f.FolderID)
 			exec(t, `UPDATE mail.channels SET auto_retrieve_emails = $2 WHERE channel_id = $1`, ch.ChannelID, tt.channel)
 			exec(t, `UPDATE mail.channel_folders SET auto_retrieve_emails = $2 WHERE folder_id = $1`, f.FolderID, tt.folder)
-			status, err := graph.Notify(t.Context(), *f.ProviderSubscriptionID, 1)
-			if err != nil || status != http.StatusOK {
-				t.Fatalf("notify: %d %v", status, err)
+			// Posted here rather than by the fake: the renewal job may delete
+			// a switched-off folder's subscription at Graph at any moment.
+			body, _ := json.Marshal(map[string]any{"value": []map[string]any{{
+				"subscriptionId": *f.ProviderSubscriptionID, "clientState": state, "changeType": "created",
+				"resource": "Users/71f9cdd1-5d0c-4d36-b8e9-1d2bd2e0a6b2/Messages/AAMk" + randid.Hex(6), "tenantId": providerTenant,
+			}}})
+			if status, _, resp := post(t, "/api/providerwebhook", "application/json", body); status != http.StatusOK {
+				t.Fatalf("notify: %d %s", status, resp)
 			}
 			want := 1
 			if tt.channel && tt.folder {
@@ -249,10 +255,7 @@ func TestResourceFallback(t *testing.T) {
 	tn := newTenant(t)
 	ch, f := subscribedFolder(t, tn)
 	eventually(t, 5*time.Second, "catch-up import", func() bool { return len(imports(t, f.FolderID)) >= 1 })
-	var state string
-	if err := adminDB.QueryRow(t.Context(), `SELECT client_state FROM mail.channel_folders WHERE folder_id = $1`, f.FolderID).Scan(&state); err != nil {
-		t.Fatal(err)
-	}
+	state := clientState(t, f.FolderID)
 	mb := *ch.EmailAddress
 	shapes := []struct {
 		resource string
@@ -378,4 +381,14 @@ func mustService(t *testing.T, name string) stack.Service {
 		t.Fatalf("no service %s", name)
 	}
 	return s
+}
+
+// clientState is the folder's subscription secret, as stored.
+func clientState(t *testing.T, folderID int64) string {
+	t.Helper()
+	var state string
+	if err := adminDB.QueryRow(t.Context(), `SELECT client_state FROM mail.channel_folders WHERE folder_id = $1`, folderID).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	return state
 }
