@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,4 +203,18 @@ func (d *Deps) Close() error {
 		}
 	})
 	return d.closeErr
+}
+
+// Command returns the subcommand in args (args[0] is the program): "serve"
+// when there is none, else one of "serve", "migrate" and extra; anything
+// else is an error naming the known ones.
+func Command(args []string, extra ...string) (string, error) {
+	known := append([]string{"serve", "migrate"}, extra...)
+	if len(args) < 2 {
+		return "serve", nil
+	}
+	if slices.Contains(known, args[1]) {
+		return args[1], nil
+	}
+	return "", fmt.Errorf("unknown command %q (%s)", args[1], strings.Join(known, ", "))
 }

@@ -62,14 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.TokenTTL < time.Minute || cfg.TokenTTL > 24*time.Hour {
 		return errors.New("config: AUTH_TOKEN_TTL must be between 1m and 24h")
 	}
-	cmd := "serve"
-	if len(args) > 1 {
-		cmd = args[1]
-	}
-	switch cmd {
-	case "serve", "migrate", "bootstrap":
-	default:
-		return fmt.Errorf("unknown command %q (serve, migrate, bootstrap)", cmd)
+	cmd, err := boot.Command(args, "bootstrap")
+	if err != nil {
+		return err
 	}
 	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.ResetLimit < 1 ||
 		cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 || cfg.ResetWindow <= 0 {

@@ -64,17 +64,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	cmd := "serve"
-	if len(args) > 1 {
-		cmd = args[1]
+	cmd, err := boot.Command(args)
+	if err != nil {
+		return err
 	}
 	opts := boot.Options{Service: "mailingest", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
-	switch cmd {
-	case "migrate":
+	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
-	case "serve":
-	default:
-		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
 	}
 	if err := cfg.check(); err != nil {
 		return err

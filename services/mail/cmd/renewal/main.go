@@ -78,16 +78,12 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// No outbox relay: this job writes no events, and mailingest relays the
 	// mail schema's outbox (renewal may not publish channel events).
 	opts := boot.Options{Service: "renewal", Schema: postgres.Schema, Migrations: postgres.Migrations()}
-	cmd := "serve"
-	if len(args) > 1 {
-		cmd = args[1]
+	cmd, err := boot.Command(args)
+	if err != nil {
+		return err
 	}
-	switch cmd {
-	case "migrate":
+	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
-	case "serve":
-	default:
-		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
 	}
 	if err := cfg.check(); err != nil {
 		return err

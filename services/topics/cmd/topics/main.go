@@ -43,14 +43,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	cmd := "serve"
-	if len(args) > 1 {
-		cmd = args[1]
-	}
-	switch cmd {
-	case "serve", "migrate":
-	default:
-		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
+	cmd, err := boot.Command(args)
+	if err != nil {
+		return err
 	}
 	// Outbox: the store writes each change's events to the outbox table in
 	// the change's transaction; boot relays them to JetStream.
