@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -41,27 +40,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	var err error
-	if repoRoot, err = stack.FindRepoRoot("."); err != nil {
-		return fail("%v", err)
-	}
-	if api, err = apicontract.Load(filepath.Join(repoRoot, "gateway", "openapi.yaml")); err != nil {
-		return fail("%v", err)
-	}
-	if err := stack.EnsureInfra(ctx); err != nil {
-		return fail("infrastructure: %v", err)
-	}
-
-	binDir, err = os.MkdirTemp("", "sp-e2e-bin-")
+	b, err := Prepare(ctx)
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(binDir)
-	var buildLog bytes.Buffer
-	built, err := stack.Build(ctx, repoRoot, binDir, &buildLog)
-	if err != nil {
-		return fail("build: %v\n%s", err, buildLog.String())
-	}
+	defer b.Close()
+	repoRoot, binDir, api = b.RepoRoot, b.BinDir, b.Contract
+	built := b.Built
 	if !contains(built, "auth") {
 		return fail("services/auth/cmd/auth does not exist; the end-to-end tests need it (built: %v)", built)
 	}
@@ -109,7 +94,7 @@ func run(m *testing.M) int {
 
 	if code != 0 {
 		// Keep the evidence: the output of every process.
-		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", tail(stackLog.String(), 200))
+		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", Tail(stackLog.String(), 200))
 	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stack did not stop cleanly: %v\n", err)
@@ -132,17 +117,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func tail(s string, lines int) string {
-	n := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			n++
-			if n > lines {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
 }

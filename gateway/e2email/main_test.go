@@ -11,12 +11,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/e2e"
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
@@ -39,24 +39,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2email setup: "+format+"\n", args...)
 		return 1
 	}
-	var err error
-	if repoRoot, err = stack.FindRepoRoot("."); err != nil {
+	b, err := e2e.Prepare(ctx)
+	if err != nil {
 		return fail("%v", err)
 	}
-	if api, err = apicontract.Load(filepath.Join(repoRoot, "gateway", "openapi.yaml")); err != nil {
-		return fail("%v", err)
-	}
-	if err := stack.EnsureInfra(ctx); err != nil {
-		return fail("infrastructure: %v", err)
-	}
-	if binDir, err = os.MkdirTemp("", "sp-e2email-bin-"); err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(binDir)
-	var buildLog bytes.Buffer
-	if _, err := stack.Build(ctx, repoRoot, binDir, &buildLog); err != nil {
-		return fail("build: %v\n%s", err, buildLog.String())
-	}
+	defer b.Close()
+	repoRoot, binDir, api = b.RepoRoot, b.BinDir, b.Contract
 
 	// The fake Graph trusts the dev CA of the stack's data directory.
 	dataDir, err := os.MkdirTemp("", "sp-e2email-data-")
@@ -101,7 +89,7 @@ func run(m *testing.M) int {
 
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", tail(stackLog.String(), 300))
+		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", e2e.Tail(stackLog.String(), 300))
 	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2email: stack did not stop cleanly: %v\n", err)
@@ -110,17 +98,4 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-func tail(s string, lines int) string {
-	n := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			n++
-			if n > lines {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
 }
