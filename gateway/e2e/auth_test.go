@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -22,6 +24,7 @@ import (
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -597,4 +600,138 @@ func TestAuthForgotPasswordLimitedPerAddress(t *testing.T) {
 			t.Fatalf("%s: %d accepted, %d limited; want 5 and %d", addr, accepted, limited, n-5)
 		}
 	}
+}
+
+// TestAuthAvailability: every role sets its own account's availability,
+// which the account JSON shows and auth's accounts RPC answers the tickets
+// service with.
+func TestAuthAvailability(t *testing.T) {
+	c := client(t)
+	tn := newTenant(t)
+	admin := tn.token
+	agentEmail := "agent-" + randid.Hex(4) + "@avail.test"
+	var agentAccount struct {
+		AccountID int64 `json:"accountID"`
+	}
+	wantOK(t, c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": agentEmail, "name": "Agent", "role": "agent", "password": "agent passphrase"}),
+		http.StatusCreated, &agentAccount)
+	wantOK(t, c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": "bot-" + randid.Hex(4) + "@avail.test", "name": "Bot", "role": "integration", "password": "bot passphrase!"}),
+		http.StatusCreated, nil)
+	agent := c.Login(agentEmail, "agent passphrase")
+
+	type account struct {
+		AccountID int64 `json:"accountID"`
+		Available *bool `json:"available"`
+	}
+	var adminMe struct {
+		Account account `json:"account"`
+	}
+	wantOK(t, c.Do(http.MethodGet, "/api/Customers/me", admin, nil), http.StatusOK, &adminMe)
+	adminID := adminMe.Account.AccountID
+
+	// available reads one account's availability through /api/Customers/me
+	// (as the account) and /api/Accounts/{id} (as the admin).
+	available := func(t *testing.T, token string, accountID int64) bool {
+		t.Helper()
+		var m struct {
+			Account account `json:"account"`
+		}
+		wantOK(t, c.Do(http.MethodGet, "/api/Customers/me", token, nil), http.StatusOK, &m)
+		var a account
+		wantOK(t, c.Do(http.MethodGet, "/api/Accounts/"+strconv.FormatInt(accountID, 10), admin, nil), http.StatusOK, &a)
+		if m.Account.AccountID != accountID || m.Account.Available == nil || a.Available == nil || *m.Account.Available != *a.Available {
+			t.Fatalf("account %d: me says %+v, GET /api/Accounts/{id} says %+v", accountID, m.Account, a)
+		}
+		return *a.Available
+	}
+	rpcAccounts := func(t *testing.T, req contracts.AccountsRequest) []contracts.AccountSummary {
+		t.Helper()
+		// The harness user stands in for the tickets service.
+		bus, err := natsbus.Connect(stk.NATSURL, contracts.HarnessUser, contracts.Names{Prefix: stk.NATSPrefix},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bus.NC.Close()
+		r, err := natsbus.Request[contracts.AccountsRequest, contracts.AccountsReply](t.Context(), bus, contracts.RPCAccounts, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Accounts
+	}
+
+	for _, who := range []struct {
+		name, token string
+		id          int64
+	}{{"admin", admin, adminID}, {"agent", agent, agentAccount.AccountID}} {
+		t.Run(who.name, func(t *testing.T) {
+			if available(t, who.token, who.id) {
+				t.Fatal("a new account is available")
+			}
+			for _, v := range []bool{true, false} {
+				wantOK(t, c.Do(http.MethodPut, "/api/Accounts/me/availability", who.token, map[string]bool{"available": v}), http.StatusNoContent, nil)
+				if got := available(t, who.token, who.id); got != v {
+					t.Fatalf("available = %v after setting %v", got, v)
+				}
+			}
+		})
+	}
+
+	t.Run("paths are case-insensitive", func(t *testing.T) {
+		wantOK(t, c.Do(http.MethodPut, "/API/ACCOUNTS/ME/AVAILABILITY", agent, map[string]bool{"available": true}), http.StatusNoContent, nil)
+		if !available(t, agent, agentAccount.AccountID) {
+			t.Fatal("the agent is not available")
+		}
+	})
+
+	t.Run("bad requests", func(t *testing.T) {
+		cases := []struct {
+			name   string
+			token  string
+			body   any
+			status int
+			fields []string
+		}{
+			{"empty object", agent, `{}`, http.StatusBadRequest, []string{"available"}},
+			{"null", agent, `{"available":null}`, http.StatusBadRequest, []string{"available"}},
+			{"string", agent, `{"available":"yes"}`, http.StatusBadRequest, []string{"available"}},
+			{"number", agent, `{"available":1}`, http.StatusBadRequest, []string{"available"}},
+			{"malformed JSON", agent, `{"available":`, http.StatusBadRequest, nil},
+			{"no token", "", map[string]bool{"available": false}, http.StatusUnauthorized, nil},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				wantClientError(t, c.Do(http.MethodPut, "/api/Accounts/me/availability", tc.token, tc.body), tc.status, tc.fields...)
+			})
+		}
+		// None of them changed the agent's availability.
+		if !available(t, agent, agentAccount.AccountID) {
+			t.Fatal("a refused request changed the availability")
+		}
+	})
+
+	t.Run("accounts RPC", func(t *testing.T) {
+		_, _, otherAdmin := newCustomer(t, "Other Avail Co")
+		var other struct {
+			Account account `json:"account"`
+		}
+		wantOK(t, c.Do(http.MethodGet, "/api/Customers/me", otherAdmin, nil), http.StatusOK, &other)
+		wantOK(t, c.Do(http.MethodPut, "/api/Accounts/me/availability", otherAdmin, map[string]bool{"available": true}), http.StatusNoContent, nil)
+
+		// Without ids: the admins and agents only (not the integration).
+		got := rpcAccounts(t, contracts.AccountsRequest{CustomerID: tn.customerID})
+		want := []contracts.AccountSummary{
+			{AccountID: adminID, Role: "admin", Available: false},
+			{AccountID: agentAccount.AccountID, Name: "Agent", Email: agentEmail, Role: "agent", Available: true},
+		}
+		if len(got) != 2 || got[0].AccountID != want[0].AccountID || got[0].Role != "admin" || got[0].Available ||
+			got[0].Email == "" || got[1] != want[1] {
+			t.Fatalf("accounts = %+v, want %+v", got, want)
+		}
+		// Another customer's id is absent, not an error.
+		got = rpcAccounts(t, contracts.AccountsRequest{CustomerID: tn.customerID, AccountIDs: []int64{other.Account.AccountID, agentAccount.AccountID}})
+		if len(got) != 1 || got[0] != want[1] {
+			t.Fatalf("accounts = %+v, want only the agent", got)
+		}
+	})
 }

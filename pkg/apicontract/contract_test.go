@@ -19,7 +19,7 @@ func load(t *testing.T) *Contract {
 const (
 	validToken = `{"accessToken":"eyJ.x.y","tokenType":"Bearer","expiresIn":3600,"expiresAt":"2026-11-21T17:00:00Z"}`
 	validMe    = `{"customer":{"customerID":1,"name":"Demo Company","createdAt":"2026-11-21T16:00:00.123Z"},` +
-		`"account":{"accountID":2,"email":"demo@example.com","name":"Demo Admin","role":"admin","createdAt":"2026-11-21T16:00:00Z"}}`
+		`"account":{"accountID":2,"email":"demo@example.com","name":"Demo Admin","role":"admin","createdAt":"2026-11-21T16:00:00Z","available":false}}`
 	problem401 = `{"type":"https://supportplatform.dev/problems/unauthorized","title":"Unauthorized","status":401,"requestId":"abc"}`
 )
 

@@ -32,7 +32,7 @@ type Service struct {
 var Services = []Service{
 	{
 		Name:      "auth",
-		Serves:    []string{RPCCustomerExists},
+		Serves:    []string{RPCCustomerExists, RPCAccounts},
 		Publishes: []string{EventPasswordResetRequested, EventPasswordChanged},
 		Streams:   []string{StreamEvents},
 	},

@@ -20,13 +20,12 @@ import (
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
-	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/ratelimit"
 	"supportplatform.dev/services/auth/internal/auth"
 	"supportplatform.dev/services/auth/internal/httpapi"
 	"supportplatform.dev/services/auth/internal/keys"
 	"supportplatform.dev/services/auth/internal/postgres"
+	"supportplatform.dev/services/auth/internal/rpc"
 )
 
 // Config of the auth service.
@@ -104,12 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return bootstrap(ctx, svc, args[2:], stdout)
 	}
 
-	_, err = natsbus.Serve(deps.Bus, contracts.RPCCustomerExists, contracts.QueueAuth,
-		func(ctx context.Context, req contracts.CustomerExistsRequest) (contracts.CustomerExistsReply, error) {
-			ok, err := svc.CustomerExists(ctx, req.CustomerID)
-			return contracts.CustomerExistsReply{Exists: ok}, err
-		})
-	if err != nil {
+	if err := rpc.Serve(deps.Bus, svc); err != nil {
 		return err
 	}
 

@@ -19,6 +19,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/ratelimit"
 )
 
@@ -39,6 +40,9 @@ type Account struct {
 	PasswordHash      string
 	PasswordChangedAt time.Time
 	CreatedAt         time.Time
+	// Available says whether the account's person takes tickets now; the
+	// account sets it itself.
+	Available bool
 }
 
 // Store is the persistence the domain needs. It writes the domain's events
@@ -57,6 +61,12 @@ type Store interface {
 	ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, newHash string) (Account, error)
 	CreateAccount(ctx context.Context, a Account) (Account, error)
 	ListAccounts(ctx context.Context, customerID int64, offset, limit int) ([]Account, int, error)
+	// SetAvailability sets an enabled account's availability; not found
+	// when the account is not the customer's or is disabled.
+	SetAvailability(ctx context.Context, customerID, accountID int64, available bool, now time.Time) error
+	// AccountsOf returns enabled accounts of a live customer by id, or with
+	// no ids every admin and agent account, ordered by id.
+	AccountsOf(ctx context.Context, customerID int64, accountIDs []int64) ([]Account, error)
 	Bootstrap(ctx context.Context, customerName string, a Account) (Customer, Account, error)
 }
 
@@ -364,6 +374,31 @@ func (s *Service) GetAccount(ctx context.Context, p authn.Principal, accountID i
 	}
 	a, _, err := s.store.Account(ctx, p.CustomerID, accountID)
 	return a, err
+}
+
+// SetAvailability sets whether the caller's own account takes tickets. Any
+// role may: an integration account's value is simply never consulted.
+func (s *Service) SetAvailability(ctx context.Context, p authn.Principal, available bool) error {
+	err := s.store.SetAvailability(ctx, p.CustomerID, p.AccountID, available, s.now())
+	if apperr.Is(err, apperr.NotFound) {
+		// The token is valid but its account is gone or disabled.
+		return apperr.E(apperr.NotFound, "the account of this token no longer exists")
+	}
+	return err
+}
+
+// AccountsOf answers other services (tickets: whether an agent is
+// available, whether an assignee is an agent or admin of the customer).
+// Ids that are not the customer's are left out, not refused, so the caller
+// learns nothing about other customers.
+func (s *Service) AccountsOf(ctx context.Context, customerID int64, accountIDs []int64) ([]Account, error) {
+	var v apperr.Validation
+	v.Check(customerID > 0, "customerID", "must be a positive integer")
+	v.Check(len(accountIDs) <= contracts.MaxAccountIDs, "accountIDs", fmt.Sprintf("must hold at most %d ids", contracts.MaxAccountIDs))
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return s.store.AccountsOf(ctx, customerID, accountIDs)
 }
 
 // CustomerExists answers other services (translation's "customer not found").

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/paging"
@@ -75,6 +76,7 @@ type accountResponse struct {
 	Name      string `json:"name"`
 	Role      string `json:"role"`
 	CreatedAt string `json:"createdAt"`
+	Available bool   `json:"available"`
 }
 
 type meResponse struct {
@@ -83,7 +85,8 @@ type meResponse struct {
 }
 
 func toAccount(a auth.Account) accountResponse {
-	return accountResponse{AccountID: a.ID, Email: a.Email, Name: a.Name, Role: a.Role, CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339)}
+	return accountResponse{AccountID: a.ID, Email: a.Email, Name: a.Name, Role: a.Role,
+		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339), Available: a.Available}
 }
 
 func (h *Handlers) me(c *gin.Context) error {
@@ -197,5 +200,29 @@ func (h *Handlers) getAccount(c *gin.Context) error {
 		return err
 	}
 	c.JSON(http.StatusOK, toAccount(a))
+	return nil
+}
+
+type availabilityRequest struct {
+	// A pointer, so a missing value is told apart from false.
+	Available *bool `json:"available"`
+}
+
+func (h *Handlers) setAvailability(c *gin.Context) error {
+	p, err := authn.Must(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	var req availabilityRequest
+	if err := httpserver.BindJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Available == nil {
+		return apperr.Field("available", "is required", "the request has invalid fields")
+	}
+	if err := h.svc.SetAvailability(c.Request.Context(), p, *req.Available); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
 	return nil
 }

@@ -36,11 +36,11 @@ type Store struct{ db *pgxpool.Pool }
 // New returns a store on pool (whose search_path is the auth schema).
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
-const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at`
+const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available`
 
 func scanAccount(row pgx.Row, extra ...any) (auth.Account, error) {
 	var a auth.Account
-	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt}, extra...)
+	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt, &a.Available}, extra...)
 	err := row.Scan(dest...)
 	return a, err
 }
@@ -166,6 +166,42 @@ func (s *Store) ListAccounts(ctx context.Context, customerID int64, offset, limi
 		out = append(out, a)
 	}
 	return out, total, postgres.Error(rows.Err(), "account")
+}
+
+// SetAvailability sets an enabled account's availability. The time of the
+// change moves only when the value does, so setting the same value again
+// keeps the time it took that value.
+func (s *Store) SetAvailability(ctx context.Context, customerID, accountID int64, available bool, now time.Time) error {
+	tag, err := s.db.Exec(ctx, `UPDATE accounts SET available = $3,
+			available_changed_at = CASE WHEN available = $3 THEN available_changed_at ELSE $4 END
+		WHERE customer_id = $1 AND account_id = $2 AND disabled_at IS NULL`, customerID, accountID, available, now)
+	if err != nil {
+		return postgres.Error(err, "account")
+	}
+	if tag.RowsAffected() == 0 {
+		return postgres.Error(pgx.ErrNoRows, "account")
+	}
+	return nil
+}
+
+// AccountsOf returns enabled accounts of a live customer: those of
+// accountIDs that are the customer's, or with none every admin and agent.
+func (s *Store) AccountsOf(ctx context.Context, customerID int64, accountIDs []int64) ([]auth.Account, error) {
+	q := `SELECT ` + accountCols + ` FROM accounts a JOIN customers c USING (customer_id)
+		WHERE a.customer_id = $1 AND a.disabled_at IS NULL AND c.deleted_at IS NULL`
+	args := []any{customerID}
+	if len(accountIDs) == 0 {
+		q += ` AND a.role IN ('admin', 'agent')`
+	} else {
+		q += ` AND a.account_id = ANY($2)`
+		args = append(args, accountIDs)
+	}
+	rows, err := s.db.Query(ctx, q+` ORDER BY a.account_id`, args...)
+	if err != nil {
+		return nil, postgres.Error(err, "account")
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (auth.Account, error) { return scanAccount(row) })
+	return out, postgres.Error(err, "account")
 }
 
 // Bootstrap creates the customer and admin account, or when the e-mail

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -238,5 +239,118 @@ func TestResetPassword(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM outbox`); n != 1 {
 		t.Fatalf("%d events, want 1 (failed resets write none)", n)
+	}
+}
+
+func changedAt(t *testing.T, db *pgxpool.Pool, accountID int64) *time.Time {
+	t.Helper()
+	var at *time.Time
+	if err := db.QueryRow(context.Background(), `SELECT available_changed_at FROM accounts WHERE account_id = $1`, accountID).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+func TestSetAvailability(t *testing.T) {
+	s, db := newStore(t)
+	ctx := context.Background()
+	ca, aa := bootstrap(t, s, "Acme", "admin@acme.test")
+	cb, ab := bootstrap(t, s, "Beta", "admin@beta.test")
+	if aa.Available || changedAt(t, db, aa.ID) != nil {
+		t.Fatalf("a new account is available = %v since %v; want unavailable, never changed", aa.Available, changedAt(t, db, aa.ID))
+	}
+	t1, t2 := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	steps := []struct {
+		name      string
+		available bool
+		at        time.Time
+		wantAt    time.Time
+	}{
+		{"on", true, t0, t0},
+		{"on again keeps the time of the change", true, t1, t0},
+		{"off", false, t2, t2},
+	}
+	for _, st := range steps {
+		if err := s.SetAvailability(ctx, ca.ID, aa.ID, st.available, st.at); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		a, _, err := s.Account(ctx, ca.ID, aa.ID)
+		if at := changedAt(t, db, aa.ID); err != nil || a.Available != st.available || at == nil || !at.Equal(st.wantAt) {
+			t.Fatalf("%s: available = %v since %v (%v), want %v since %v", st.name, a.Available, at, err, st.available, st.wantAt)
+		}
+	}
+	// Another customer's account, or a disabled one, is not found and
+	// stays as it was.
+	wantCode(t, s.SetAvailability(ctx, ca.ID, ab.ID, true, t0), apperr.NotFound)
+	exec(t, db, `UPDATE accounts SET disabled_at = now() WHERE account_id = $1`, aa.ID)
+	wantCode(t, s.SetAvailability(ctx, ca.ID, aa.ID, true, t0), apperr.NotFound)
+	if b, _, err := s.Account(ctx, cb.ID, ab.ID); err != nil || b.Available {
+		t.Fatalf("another customer's account changed: %+v %v", b, err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM accounts WHERE available`); n != 0 {
+		t.Fatalf("%d accounts available, want none", n)
+	}
+}
+
+func TestAccountsOfAreScopedToTheCustomer(t *testing.T) {
+	s, db := newStore(t)
+	ctx := context.Background()
+	ca, admin := bootstrap(t, s, "Acme", "admin@acme.test")
+	cb, foreign := bootstrap(t, s, "Beta", "admin@beta.test")
+	create := func(customerID int64, email, role string) auth.Account {
+		a, err := s.CreateAccount(ctx, auth.Account{CustomerID: customerID, Email: email, Name: email, Role: role, PasswordHash: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	agent := create(ca.ID, "agent@acme.test", "agent")
+	integration := create(ca.ID, "bot@acme.test", "integration")
+	disabled := create(ca.ID, "gone@acme.test", "agent")
+	foreignAgent := create(cb.ID, "agent@beta.test", "agent")
+	exec(t, db, `UPDATE accounts SET disabled_at = now() WHERE account_id = $1`, disabled.ID)
+	if err := s.SetAvailability(ctx, ca.ID, agent.ID, true, t0); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name     string
+		customer int64
+		ids      []int64
+		want     []int64
+	}{
+		{"no ids: every enabled admin and agent", ca.ID, nil, []int64{admin.ID, agent.ID}},
+		{"ids: the customer's of any role", ca.ID, []int64{integration.ID, agent.ID}, []int64{agent.ID, integration.ID}},
+		{"foreign, disabled and unknown ids are absent", ca.ID, []int64{foreign.ID, foreignAgent.ID, disabled.ID, 999999, admin.ID}, []int64{admin.ID}},
+		{"the other customer", cb.ID, nil, []int64{foreign.ID, foreignAgent.ID}},
+		{"the other customer asking for ours", cb.ID, []int64{admin.ID, agent.ID}, nil},
+		{"an unknown customer", 999999, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.AccountsOf(ctx, tc.customer, tc.ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, a := range got {
+				if a.CustomerID != tc.customer {
+					t.Fatalf("account %d of customer %d returned for %d", a.ID, a.CustomerID, tc.customer)
+				}
+				ids = append(ids, a.ID)
+			}
+			if !slices.Equal(ids, tc.want) {
+				t.Fatalf("ids = %v, want %v", ids, tc.want)
+			}
+		})
+	}
+	got, err := s.AccountsOf(ctx, ca.ID, []int64{agent.ID, admin.ID})
+	if err != nil || len(got) != 2 || got[0].Available || !got[1].Available || got[1].Email != "agent@acme.test" || got[1].Role != "agent" {
+		t.Fatalf("availability in the lookup: %+v %v", got, err)
+	}
+
+	exec(t, db, `UPDATE customers SET deleted_at = now() WHERE customer_id = $1`, ca.ID)
+	if got, err := s.AccountsOf(ctx, ca.ID, nil); err != nil || len(got) != 0 {
+		t.Fatalf("a deleted customer's accounts: %+v %v", got, err)
 	}
 }
