@@ -33,7 +33,7 @@ import (
 
 // staticBody is about the size of a /api/Customers/me answer.
 var staticBody = []byte(`{"customer":{"customerID":1,"name":"Bench Company","createdAt":"2026-01-01T00:00:00Z"},` +
-	`"account":{"accountID":1,"email":"bench@example.com","name":"Bench Admin","role":"admin"}}`)
+	`"account":{"accountID":1,"email":"bench@example.com","name":"Bench Admin","role":"admin","available":false}}`)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
