@@ -1,0 +1,109 @@
+// Package e2etickets holds the end-to-end tests of the tickets service:
+// auth and tickets run as binaries behind the real Traefik over HTTPS,
+// against a fresh database and unique Redis and NATS prefixes. It runs
+// beside gateway/e2e and gateway/e2email (its own stack), so the suites run
+// in parallel.
+package e2etickets
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/pkg/apicontract"
+	"supportplatform.dev/pkg/randid"
+)
+
+var (
+	repoRoot string
+	binDir   string
+	stk      *stack.Stack
+	api      *apicontract.Contract
+	// adminDB is the stack's database as its administrator, for what the
+	// API cannot do yet (tickets rows).
+	adminDB *pgxpool.Pool
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "e2etickets setup: "+format+"\n", args...)
+		return 1
+	}
+	var err error
+	if repoRoot, err = stack.FindRepoRoot("."); err != nil {
+		return fail("%v", err)
+	}
+	if api, err = apicontract.Load(filepath.Join(repoRoot, "gateway", "openapi.yaml")); err != nil {
+		return fail("%v", err)
+	}
+	if err := stack.EnsureInfra(ctx); err != nil {
+		return fail("infrastructure: %v", err)
+	}
+	if binDir, err = os.MkdirTemp("", "sp-e2etickets-bin-"); err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(binDir)
+	var buildLog bytes.Buffer
+	if _, err := stack.Build(ctx, repoRoot, binDir, &buildLog); err != nil {
+		return fail("build: %v\n%s", err, buildLog.String())
+	}
+
+	var stackLog bytes.Buffer
+	stk, err = stack.Start(ctx, stack.Options{
+		RepoRoot:  repoRoot,
+		BinDir:    binDir,
+		Services:  []string{"auth", "tickets"},
+		RateLimit: stack.RateLimit{Average: 10000, Period: time.Second, Burst: 10000},
+		Env: map[string][]string{
+			"auth": {"AUTH_LOGIN_MAX_FAILURES_IP=100000", "AUTH_ACCOUNT_CREATE_LIMIT=1000"},
+		},
+		Log:      stack.SyncWriter(&stackLog),
+		LogLevel: "debug",
+		Demo:     &stack.Account{Customer: "Tickets E2E", Email: "tickets-e2e@example.com", Password: "pw-" + randid.Hex(12), Name: "Tickets Admin"},
+	})
+	if err != nil {
+		fmt.Fprint(os.Stderr, stackLog.String())
+		return fail("start stack: %v", err)
+	}
+	if adminDB, err = pgxpool.New(ctx, stk.DatabaseURL); err != nil {
+		_ = stk.Stop()
+		return fail("database: %v", err)
+	}
+	defer adminDB.Close()
+
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", tail(stackLog.String(), 300))
+	}
+	if err := stk.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2etickets: stack did not stop cleanly: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func tail(s string, lines int) string {
+	n := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			n++
+			if n > lines {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
+}
