@@ -15,9 +15,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/apicontract"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -29,6 +32,9 @@ var (
 	// adminDB is the stack's database as its administrator, for what the
 	// API cannot do yet (tickets rows).
 	adminDB *pgxpool.Pool
+	// js and names read the EVENTS stream as the NATS harness user.
+	js    jetstream.JetStream
+	names contracts.Names
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -81,6 +87,17 @@ func run(m *testing.M) int {
 		return fail("database: %v", err)
 	}
 	defer adminDB.Close()
+	nc, err := nats.Connect(stk.NATSURL, nats.CustomInboxPrefix(contracts.InboxPrefix(contracts.HarnessUser)))
+	if err != nil {
+		_ = stk.Stop()
+		return fail("nats: %v", err)
+	}
+	defer nc.Close()
+	if js, err = jetstream.New(nc); err != nil {
+		_ = stk.Stop()
+		return fail("jetstream: %v", err)
+	}
+	names = contracts.Names{Prefix: stk.NATSPrefix}
 
 	code := m.Run()
 	if code != 0 {

@@ -192,17 +192,34 @@ func (o Options) serve(c *gin.Context, key string) error {
 func (o Options) run(c *gin.Context, rkey, pending string) error {
 	w := &recorder{ResponseWriter: c.Writer}
 	c.Writer = w
-	c.Next()
-	c.Writer = w.ResponseWriter
 	// The request's context may have ended (timeout): the bookkeeping still
 	// has to happen.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-	defer cancel()
+	bookkeeping := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	}
+	release := func() {
+		ctx, cancel := bookkeeping()
+		defer cancel()
+		_ = replaceOwn.Run(ctx, o.Redis, []string{rkey}, pending, "", 0).Err()
+	}
+	defer func() {
+		// A panicking handler (answered 500 by the server's recovery) gives
+		// the key up like any 5xx.
+		if r := recover(); r != nil {
+			c.Writer = w.ResponseWriter
+			release()
+			panic(r)
+		}
+	}()
+	c.Next()
+	c.Writer = w.ResponseWriter
 	status := w.Status()
 	if status >= 500 {
-		_ = replaceOwn.Run(ctx, o.Redis, []string{rkey}, pending, "", 0).Err()
+		release()
 		return nil
 	}
+	ctx, cancel := bookkeeping()
+	defer cancel()
 	var claim record
 	_ = json.Unmarshal([]byte(pending), &claim)
 	done, err := json.Marshal(record{BodySHA256: claim.BodySHA256, Status: status,

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +84,12 @@ func newHarness(t *testing.T, pendingTTL time.Duration) *harness {
 			return
 		}
 		c.JSON(http.StatusCreated, map[string]any{"run": n})
+	})
+	g.POST("/panic", func(c *gin.Context) {
+		if h.runs.Add(1) == 1 {
+			panic("handler bug")
+		}
+		c.JSON(http.StatusCreated, map[string]any{"ok": true})
 	})
 	g.POST("/slow", func(c *gin.Context) {
 		h.runs.Add(1)
@@ -205,6 +212,56 @@ func TestServerErrorsFreeTheKey(t *testing.T) {
 	}
 	if n := h.runs.Load(); n != 2 {
 		t.Fatalf("runs %d", n)
+	}
+}
+
+// Simultaneous requests with one key: exactly one runs; each other one is
+// told the first is running (409) or gets its answer replayed.
+func TestConcurrentClaimsRunOnce(t *testing.T) {
+	h := newHarness(t, 0)
+	const n = 20
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			w := h.post("/things", "1", "race", `{"same":true}`)
+			if w.Code == http.StatusCreated && w.Header().Get(idempotency.ReplayedHeader) == "" {
+				codes <- 0 // the one that ran
+				return
+			}
+			codes <- w.Code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	ran := 0
+	for code := range codes {
+		switch code {
+		case 0:
+			ran++
+		case http.StatusConflict, http.StatusCreated:
+		default:
+			t.Fatalf("status %d", code)
+		}
+	}
+	if ran != 1 || h.runs.Load() != 1 {
+		t.Fatalf("%d answered as first, handler ran %d times", ran, h.runs.Load())
+	}
+}
+
+// A handler that panics gives the key up at once, as a 5xx does.
+func TestPanicFreesTheKey(t *testing.T) {
+	h := newHarness(t, 0)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not propagate to the server's recovery")
+			}
+		}()
+		h.post("/panic", "1", "k", `{}`)
+	}()
+	if w := h.post("/panic", "1", "k", `{}`); w.Code != http.StatusCreated || w.Header().Get(idempotency.ReplayedHeader) != "" {
+		t.Fatalf("retry after the panic: %d %s", w.Code, w.Body)
 	}
 }
 
