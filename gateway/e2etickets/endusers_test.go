@@ -180,6 +180,19 @@ func TestEndUsersRolesAndTenants(t *testing.T) {
 		t.Fatalf("after the other tenant's attempts: %+v", got)
 	}
 	wantStatus(t, c.Do(http.MethodDelete, path, a.agentToken, nil), http.StatusNoContent, nil)
+
+	// So do integrations.
+	email, password := "integration-"+randid.Hex(4)+"@integrations.test", "pw-"+randid.Hex(10)
+	wantStatus(t, c.Do(http.MethodPost, "/api/Accounts", a.adminToken, map[string]string{"email": email, "password": password,
+		"name": "Shop sync", "role": "integration"}), http.StatusCreated, nil)
+	integration := c.Login(email, password)
+	iu := createEndUser(t, integration, map[string]any{"name": "From the shop"})
+	ipath := fmt.Sprintf("/api/EndUsers/%d", iu.EndUserID)
+	wantStatus(t, c.Do(http.MethodPut, ipath, integration, map[string]any{"name": "From the shop, renamed"}), http.StatusNoContent, nil)
+	if l := listEndUsers(t, integration, ""); l.TotalCount != 1 || l.Items[0].EndUserID != iu.EndUserID {
+		t.Fatalf("integration lists %+v", l)
+	}
+	wantStatus(t, c.Do(http.MethodDelete, ipath, integration, nil), http.StatusNoContent, nil)
 }
 
 func TestEndUserWithTicketsCannotBeDeleted(t *testing.T) {
