@@ -73,6 +73,12 @@ var Services = []Service{
 		Schema: "mail",
 	},
 	{
+		// End users, tickets and their messages.
+		Name:     "tickets",
+		Prefixes: []string{"/api/Tickets", "/api/TicketMessages", "/api/EndUsers"},
+		Schema:   "tickets",
+	},
+	{
 		Name:     "translation",
 		Prefixes: []string{"/api/Translations"},
 		// The offline machine-translation engine and its language pairs.

@@ -26,6 +26,10 @@ const (
 	Internal        Code = "internal"
 )
 
+// Unprocessable is a well-formed request that contradicts an earlier one
+// (an Idempotency-Key sent again with another body).
+const Unprocessable Code = "unprocessable"
+
 // Error is the application error. Message is safe to show to clients; Err is
 // the cause and is only logged.
 type Error struct {

@@ -62,6 +62,12 @@ var Services = []Service{
 		Queues:  []string{MailImportSubjects},
 		Streams: []string{StreamEvents, StreamMailImport},
 	},
+	{
+		// End users, tickets and their messages.
+		Name:      "tickets",
+		Publishes: []string{EventEndUserCreated, EventEndUserUpdated, EventEndUserDeleted},
+		Streams:   []string{StreamEvents},
+	},
 }
 
 // LookupService returns the table entry named name.

@@ -42,6 +42,7 @@ var statusOf = map[apperr.Code]mapping{
 	apperr.Forbidden:       {http.StatusForbidden, "Forbidden"},
 	apperr.NotFound:        {http.StatusNotFound, "Not Found"},
 	apperr.Conflict:        {http.StatusConflict, "Conflict"},
+	apperr.Unprocessable:   {http.StatusUnprocessableEntity, "Unprocessable Content"},
 	apperr.TooLarge:        {http.StatusRequestEntityTooLarge, "Content Too Large"},
 	apperr.UnsupportedType: {http.StatusUnsupportedMediaType, "Unsupported Media Type"},
 	apperr.RateLimited:     {http.StatusTooManyRequests, "Too Many Requests"},

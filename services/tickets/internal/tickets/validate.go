@@ -1,0 +1,167 @@
+package tickets
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"supportplatform.dev/ai/langcode"
+	"supportplatform.dev/pkg/apperr"
+)
+
+// Bounds of the end-user fields.
+const (
+	MaxNameLen  = 200 // characters
+	MaxEmailLen = 320 // bytes
+	MaxPhoneLen = 40  // characters
+	// MaxCustomFieldsBytes bounds customFieldsData as compact JSON.
+	MaxCustomFieldsBytes = 16 << 10
+	// MaxCustomFields bounds its keys; MaxCustomFieldKeyLen each key's
+	// characters.
+	MaxCustomFields      = 50
+	MaxCustomFieldKeyLen = 100
+	// MaxQueryLen bounds the q and email filters.
+	MaxQueryLen = 320
+)
+
+// checkText validates a single-line text field: valid UTF-8, within max
+// characters, without control characters.
+func checkText(v *apperr.Validation, field, s string, required bool, max int) {
+	if s == "" {
+		if required {
+			v.Add(field, "is required")
+		}
+		return
+	}
+	if !utf8.ValidString(s) {
+		v.Add(field, "must be valid UTF-8")
+		return
+	}
+	if utf8.RuneCountInString(s) > max {
+		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
+		return
+	}
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		v.Add(field, "must not contain control characters")
+	}
+}
+
+// NormalizeEmail returns the bare, lower-case form of an address, or false
+// when s is not one address without a display name.
+func NormalizeEmail(s string) (string, bool) {
+	if s == "" || len(s) > MaxEmailLen || strings.ContainsFunc(s, unicode.IsControl) {
+		return "", false
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Name != "" || a.Address != s {
+		return "", false
+	}
+	return strings.ToLower(a.Address), true
+}
+
+func validPhone(s string) bool {
+	digits := 0
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r == ' ' || r == '+' || r == '-' || r == '(' || r == ')':
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+// Normalize trims and validates an end user: name required; e-mail, phone
+// and language optional; customFieldsData a JSON object ({} when absent).
+func (in EndUserInput) Normalize() (EndUserInput, error) {
+	var v apperr.Validation
+	in.Name = strings.TrimSpace(in.Name)
+	checkText(&v, "name", in.Name, true, MaxNameLen)
+	in.Email = strings.TrimSpace(in.Email)
+	if in.Email != "" {
+		if e, ok := NormalizeEmail(in.Email); ok {
+			in.Email = e
+		} else {
+			v.Add("email", "must be one e-mail address without a display name (name@example.com)")
+		}
+	}
+	in.Phone = strings.TrimSpace(in.Phone)
+	if in.Phone != "" {
+		if utf8.RuneCountInString(in.Phone) > MaxPhoneLen || !validPhone(in.Phone) {
+			v.Add("phone", fmt.Sprintf("must be at most %d characters of digits, spaces, +, -, ( and )", MaxPhoneLen))
+		}
+	}
+	in.Language = strings.TrimSpace(in.Language)
+	if in.Language != "" {
+		if code, err := langcode.Normalize(in.Language); err == nil {
+			in.Language = code
+		} else {
+			v.Add("language", "must be an ISO 639-1 or ISO 639-3 language code (en, deu)")
+		}
+	}
+	fields, msg := normalizeCustomFields(in.CustomFields)
+	if msg != "" {
+		v.Add("customFieldsData", msg)
+	}
+	in.CustomFields = fields
+	return in, v.Err()
+}
+
+// normalizeCustomFields returns the compact object, or a problem.
+func normalizeCustomFields(raw json.RawMessage) (json.RawMessage, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`), ""
+	}
+	if raw[0] != '{' {
+		return nil, "must be a JSON object"
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, "must be a JSON object"
+	}
+	if len(m) > MaxCustomFields {
+		return nil, fmt.Sprintf("must have at most %d keys", MaxCustomFields)
+	}
+	for k := range m {
+		if k == "" || utf8.RuneCountInString(k) > MaxCustomFieldKeyLen {
+			return nil, fmt.Sprintf("keys must be 1 to %d characters", MaxCustomFieldKeyLen)
+		}
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, "must be a JSON object"
+	}
+	if compact.Len() > MaxCustomFieldsBytes {
+		return nil, fmt.Sprintf("must be at most %d bytes as compact JSON", MaxCustomFieldsBytes)
+	}
+	return compact.Bytes(), ""
+}
+
+// ParseEndUserSort reads the sort parameter: endUserID (the default), name
+// or dateCreated, each with a leading - for descending order.
+func ParseEndUserSort(raw string) (EndUserSort, error) {
+	s := EndUserSort{By: SortByID}
+	if raw == "" {
+		return s, nil
+	}
+	key, desc := strings.CutPrefix(raw, "-")
+	s.Desc = desc
+	switch strings.ToLower(key) {
+	case strings.ToLower(SortByID):
+		s.By = SortByID
+	case strings.ToLower(SortByName):
+		s.By = SortByName
+	case strings.ToLower(SortByCreated):
+		s.By = SortByCreated
+	default:
+		return s, apperr.Field("sort", "must be endUserID, name or dateCreated, optionally preceded by -", "invalid sort")
+	}
+	return s, nil
+}
