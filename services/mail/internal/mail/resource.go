@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"supportplatform.dev/pkg/textfield"
 )
 
 // MaxResourceLen bounds the resource path the fallback parser looks at; a
@@ -100,7 +102,7 @@ func parseMailbox(s string) (string, bool) {
 	if guidPattern.MatchString(s) {
 		return strings.ToLower(s), true
 	}
-	return NormalizeEmail(s)
+	return textfield.Email(s)
 }
 
 func validFolderID(s string) bool {

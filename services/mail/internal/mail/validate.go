@@ -2,13 +2,11 @@ package mail
 
 import (
 	"fmt"
-	"net/mail"
 	"regexp"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/textfield"
 )
 
 // Bounds of the fields (characters).
@@ -22,51 +20,16 @@ const (
 	MaxFolders = 50
 )
 
-// checkText validates a single-line text field: valid UTF-8, within max,
-// without control characters (NUL cannot even be stored).
-func checkText(v *apperr.Validation, field, s string, required bool, max int) {
-	if s == "" {
-		if required {
-			v.Add(field, "is required")
-		}
-		return
-	}
-	if !utf8.ValidString(s) {
-		v.Add(field, "must be valid UTF-8")
-		return
-	}
-	if utf8.RuneCountInString(s) > max {
-		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
-		return
-	}
-	if strings.ContainsFunc(s, unicode.IsControl) {
-		v.Add(field, "must not contain control characters")
-	}
-}
-
 // tenantIDPattern is an Entra tenant: its GUID or one of its domain names
 // (contoso.onmicrosoft.com).
 var tenantIDPattern = regexp.MustCompile(`^(?i:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})$`)
-
-// NormalizeEmail returns the bare, lower-case form of an address, or false
-// when s is not one address without a display name.
-func NormalizeEmail(s string) (string, bool) {
-	if s == "" || len(s) > MaxEmailLen || strings.ContainsFunc(s, unicode.IsControl) {
-		return "", false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Name != "" || a.Address != s {
-		return "", false
-	}
-	return strings.ToLower(a.Address), true
-}
 
 // Normalize trims and validates a channel, applying the defaults: provider
 // none, and the inbox as the only folder of a new e-mail channel.
 func (in ChannelInput) Normalize(create bool) (ChannelInput, error) {
 	var v apperr.Validation
 	in.Name = strings.TrimSpace(in.Name)
-	checkText(&v, "name", in.Name, true, MaxNameLen)
+	textfield.Line(&v, "name", in.Name, true, MaxNameLen)
 	in.Kind = strings.ToLower(strings.TrimSpace(in.Kind))
 	switch in.Kind {
 	case KindEmail, KindWeb, KindAPI:
@@ -77,7 +40,7 @@ func (in ChannelInput) Normalize(create bool) (ChannelInput, error) {
 	}
 	in.EmailAddress = strings.TrimSpace(in.EmailAddress)
 	if in.EmailAddress != "" {
-		if e, ok := NormalizeEmail(in.EmailAddress); ok {
+		if e, ok := textfield.Email(in.EmailAddress); ok {
 			in.EmailAddress = e
 		} else {
 			v.Add("emailAddress", "must be one e-mail address such as support@example.com")
@@ -139,9 +102,9 @@ func (in ChannelInput) Normalize(create bool) (ChannelInput, error) {
 func (in FolderInput) normalize() (FolderInput, apperr.Validation) {
 	var v apperr.Validation
 	in.ExternalFolderID = strings.TrimSpace(in.ExternalFolderID)
-	checkText(&v, "externalFolderID", in.ExternalFolderID, true, MaxExternalFolderIDLen)
+	textfield.Line(&v, "externalFolderID", in.ExternalFolderID, true, MaxExternalFolderIDLen)
 	in.DisplayName = strings.TrimSpace(in.DisplayName)
-	checkText(&v, "displayName", in.DisplayName, false, MaxDisplayNameLen)
+	textfield.Line(&v, "displayName", in.DisplayName, false, MaxDisplayNameLen)
 	return in, v
 }
 

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/mail"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"supportplatform.dev/ai/langcode"
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/textfield"
 )
 
 // Bounds of the end-user fields.
@@ -27,41 +26,6 @@ const (
 	// MaxQueryLen bounds the q and email filters.
 	MaxQueryLen = 320
 )
-
-// checkText validates a single-line text field: valid UTF-8, within max
-// characters, without control characters.
-func checkText(v *apperr.Validation, field, s string, required bool, max int) {
-	if s == "" {
-		if required {
-			v.Add(field, "is required")
-		}
-		return
-	}
-	if !utf8.ValidString(s) {
-		v.Add(field, "must be valid UTF-8")
-		return
-	}
-	if utf8.RuneCountInString(s) > max {
-		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
-		return
-	}
-	if strings.ContainsFunc(s, unicode.IsControl) {
-		v.Add(field, "must not contain control characters")
-	}
-}
-
-// NormalizeEmail returns the bare, lower-case form of an address, or false
-// when s is not one address without a display name.
-func NormalizeEmail(s string) (string, bool) {
-	if s == "" || len(s) > MaxEmailLen || strings.ContainsFunc(s, unicode.IsControl) {
-		return "", false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Name != "" || a.Address != s {
-		return "", false
-	}
-	return strings.ToLower(a.Address), true
-}
 
 func validPhone(s string) bool {
 	digits := 0
@@ -82,10 +46,10 @@ func validPhone(s string) bool {
 func (in EndUserInput) Normalize() (EndUserInput, error) {
 	var v apperr.Validation
 	in.Name = strings.TrimSpace(in.Name)
-	checkText(&v, "name", in.Name, true, MaxNameLen)
+	textfield.Line(&v, "name", in.Name, true, MaxNameLen)
 	in.Email = strings.TrimSpace(in.Email)
 	if in.Email != "" {
-		if e, ok := NormalizeEmail(in.Email); ok {
+		if e, ok := textfield.Email(in.Email); ok {
 			in.Email = e
 		} else {
 			v.Add("email", "must be one e-mail address without a display name (name@example.com)")

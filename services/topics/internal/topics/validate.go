@@ -3,10 +3,10 @@ package topics
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/textfield"
 )
 
 // Bounds of the fields (characters for text).
@@ -27,31 +27,6 @@ const (
 	// MaxLookupIDs bounds the ids of one RPC lookup.
 	MaxLookupIDs = 1000
 )
-
-// checkText validates a text field. Every text refuses NUL (PostgreSQL cannot
-// store it); single-line texts also refuse other control characters.
-func checkText(v *apperr.Validation, field, s string, required bool, max int, multiline bool) {
-	if s == "" {
-		if required {
-			v.Add(field, "is required")
-		}
-		return
-	}
-	if !utf8.ValidString(s) {
-		v.Add(field, "must be valid UTF-8")
-		return
-	}
-	if n := utf8.RuneCountInString(s); n > max {
-		v.Add(field, fmt.Sprintf("must be at most %d characters", max))
-		return
-	}
-	for _, r := range s {
-		if r == 0 || (!multiline && unicode.IsControl(r)) || (multiline && unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t') {
-			v.Add(field, "must not contain control characters")
-			return
-		}
-	}
-}
 
 // checkFilterText validates a text filter of a list (a query parameter):
 // what reaches PostgreSQL is valid UTF-8 without NUL.
@@ -108,8 +83,8 @@ func (in TopicInput) Normalize() (TopicInput, error) {
 	in.Name = strings.TrimSpace(in.Name)
 	in.Description = strings.TrimSpace(in.Description)
 	var v apperr.Validation
-	checkText(&v, "name", in.Name, true, MaxNameLen, false)
-	checkText(&v, "description", in.Description, false, MaxDescriptionLen, true)
+	textfield.Line(&v, "name", in.Name, true, MaxNameLen)
+	textfield.Multiline(&v, "description", in.Description, false, MaxDescriptionLen)
 	return in, v.Err()
 }
 
@@ -128,8 +103,8 @@ func (in ActionInput) Normalize() (Action, error) {
 		a.IsActive = *in.IsActive
 	}
 	var v apperr.Validation
-	checkText(&v, "name", a.Name, true, MaxNameLen, false)
-	checkText(&v, "hookName", a.HookName, true, MaxHookNameLen, false)
+	textfield.Line(&v, "name", a.Name, true, MaxNameLen)
+	textfield.Line(&v, "hookName", a.HookName, true, MaxHookNameLen)
 	checkID(&v, "channelID", a.ChannelID, false)
 	return a, v.Err()
 }
@@ -151,9 +126,9 @@ func (in DocumentInput) Normalize() (Document, error) {
 		d.IsHook = *in.IsHook
 	}
 	var v apperr.Validation
-	checkText(&v, "title", d.Title, true, MaxTitleLen, false)
-	checkText(&v, "content", d.Content, false, MaxContentLen, true)
-	checkText(&v, "hookName", d.HookName, false, MaxHookNameLen, false)
+	textfield.Line(&v, "title", d.Title, true, MaxTitleLen)
+	textfield.Multiline(&v, "content", d.Content, false, MaxContentLen)
+	textfield.Line(&v, "hookName", d.HookName, false, MaxHookNameLen)
 	checkID(&v, "channelID", d.ChannelID, false)
 	v.Check(!d.IsHook || d.HookName != "", "hookName", "is required when isHook is true")
 	return d, v.Err()
