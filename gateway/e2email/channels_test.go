@@ -16,7 +16,7 @@ func TestChannelsCreateReadList(t *testing.T) {
 	body["emailAddress"] = "  Support-Desk@Contoso.TEST "
 	ch := createChannel(t, tn, body)
 	if ch.Kind != "email" || ch.EmailAddress == nil || *ch.EmailAddress != "support-desk@contoso.test" ||
-		ch.Provider != "microsoft365" || ch.CustomerID != tn.customerID || ch.IsDeleted || ch.AutoRetrieveEmails {
+		ch.Provider != "microsoft365" || ch.CustomerID != tn.CustomerID || ch.IsDeleted || ch.AutoRetrieveEmails {
 		t.Fatalf("created %+v", ch)
 	}
 	// A new e-mail channel gets the inbox.
@@ -37,22 +37,22 @@ func TestChannelsCreateReadList(t *testing.T) {
 	}
 
 	var got channelBody
-	wantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/channels/%d", ch.ChannelID), tn.agentToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/channels/%d", ch.ChannelID), tn.AgentToken, nil), http.StatusOK, &got)
 	if !reflect.DeepEqual(got, ch) {
 		t.Fatalf("get %+v, created %+v", got, ch)
 	}
 	var l listBody[channelBody]
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?pageSize=2", tn.agentToken, nil), http.StatusOK, &l)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?pageSize=2", tn.AgentToken, nil), http.StatusOK, &l)
 	if l.TotalCount != 3 || l.TotalPages != 2 || len(l.Items) != 2 || l.Items[0].ChannelID != ch.ChannelID {
 		t.Fatalf("list %+v", l)
 	}
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?kind=web", tn.agentToken, nil), http.StatusOK, &l)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?kind=web", tn.AgentToken, nil), http.StatusOK, &l)
 	if l.TotalCount != 1 || l.Items[0].ChannelID != web.ChannelID {
 		t.Fatalf("kind=web %+v", l)
 	}
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?kind=fax", tn.agentToken, nil), http.StatusBadRequest, nil)
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?isDeleted=maybe", tn.agentToken, nil), http.StatusBadRequest, nil)
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?pageSize=101", tn.agentToken, nil), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?kind=fax", tn.AgentToken, nil), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?isDeleted=maybe", tn.AgentToken, nil), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?pageSize=101", tn.AgentToken, nil), http.StatusBadRequest, nil)
 }
 
 func TestChannelsValidation(t *testing.T) {
@@ -87,17 +87,17 @@ func TestChannelsValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := client(t).Do(http.MethodPost, "/api/Channels", tn.adminToken, tt.body)
+			r := client(t).Do(http.MethodPost, "/api/Channels", tn.AdminToken, tt.body)
 			wantStatus(t, r, http.StatusBadRequest, nil)
 			if p := r.Problem(t); p.Errors[tt.field] == "" {
 				t.Fatalf("no error for %s: %+v", tt.field, p)
 			}
 		})
 	}
-	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.adminToken, `{"name":`), http.StatusBadRequest, nil)
-	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.adminToken, "[]"), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.AdminToken, `{"name":`), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.AdminToken, "[]"), http.StatusBadRequest, nil)
 	var l listBody[channelBody]
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels", tn.adminToken, nil), http.StatusOK, &l)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels", tn.AdminToken, nil), http.StatusOK, &l)
 	if l.TotalCount != 0 {
 		t.Fatalf("rejected requests stored channels: %+v", l)
 	}
@@ -112,14 +112,14 @@ func TestChannelsUpdateDelete(t *testing.T) {
 	path := fmt.Sprintf("/api/Channels/%d", ch.ChannelID)
 
 	body["name"] = "Renamed"
-	wantStatus(t, c.Do(http.MethodPut, path, tn.adminToken, body), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodPut, path, tn.AdminToken, body), http.StatusNoContent, nil)
 	var got channelBody
-	wantStatus(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, &got)
 	if got.Name != "Renamed" || got.DateCreated != ch.DateCreated {
 		t.Fatalf("after PUT %+v", got)
 	}
 	kind := map[string]any{"name": "x", "kind": "web"}
-	r := c.Do(http.MethodPut, path, tn.adminToken, kind)
+	r := c.Do(http.MethodPut, path, tn.AdminToken, kind)
 	wantStatus(t, r, http.StatusBadRequest, nil)
 	if r.Problem(t).Errors["kind"] == "" {
 		t.Fatalf("kind change: %s", r.String())
@@ -127,24 +127,24 @@ func TestChannelsUpdateDelete(t *testing.T) {
 	// One live channel per mailbox.
 	dup := emailChannel(false)
 	dup["emailAddress"] = strings.ToUpper(*ch.EmailAddress)
-	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.adminToken, dup), http.StatusConflict, nil)
+	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.AdminToken, dup), http.StatusConflict, nil)
 
-	wantStatus(t, c.Do(http.MethodDelete, path, tn.adminToken, nil), http.StatusNoContent, nil)
-	wantStatus(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, &got)
 	if !got.IsDeleted {
 		t.Fatalf("deleted channel %+v", got)
 	}
-	wantStatus(t, c.Do(http.MethodPut, path, tn.adminToken, body), http.StatusNotFound, nil)
-	wantStatus(t, c.Do(http.MethodDelete, path, tn.adminToken, nil), http.StatusNotFound, nil)
-	wantStatus(t, c.Do(http.MethodPost, path+"/folders", tn.adminToken, map[string]any{"externalFolderID": "x"}), http.StatusNotFound, nil)
+	wantStatus(t, c.Do(http.MethodPut, path, tn.AdminToken, body), http.StatusNotFound, nil)
+	wantStatus(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusNotFound, nil)
+	wantStatus(t, c.Do(http.MethodPost, path+"/folders", tn.AdminToken, map[string]any{"externalFolderID": "x"}), http.StatusNotFound, nil)
 	// Its mailbox is free again.
 	createChannel(t, tn, dup)
 	var l listBody[channelBody]
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?isDeleted=true", tn.adminToken, nil), http.StatusOK, &l)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?isDeleted=true", tn.AdminToken, nil), http.StatusOK, &l)
 	if l.TotalCount != 1 || l.Items[0].ChannelID != ch.ChannelID {
 		t.Fatalf("isDeleted=true %+v", l)
 	}
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?isDeleted=false", tn.adminToken, nil), http.StatusOK, &l)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels?isDeleted=false", tn.AdminToken, nil), http.StatusOK, &l)
 	if l.TotalCount != 1 || l.Items[0].ChannelID == ch.ChannelID {
 		t.Fatalf("isDeleted=false %+v", l)
 	}
@@ -159,29 +159,29 @@ func TestChannelFolders(t *testing.T) {
 	ch := createChannel(t, tn, body)
 	base := fmt.Sprintf("/api/Channels/%d/folders", ch.ChannelID)
 
-	r := c.Do(http.MethodPost, base, tn.adminToken, map[string]any{"externalFolderID": "AQMkADAwATM0MDAAMS1iNTcwLWI2NTEtMDACLTAwCgAuAAAD", "displayName": "Escalations", "autoRetrieveEmails": true})
+	r := c.Do(http.MethodPost, base, tn.AdminToken, map[string]any{"externalFolderID": "AQMkADAwATM0MDAAMS1iNTcwLWI2NTEtMDACLTAwCgAuAAAD", "displayName": "Escalations", "autoRetrieveEmails": true})
 	var f folderBody
 	wantStatus(t, r, http.StatusCreated, &f)
 	if r.Header.Get("Location") != fmt.Sprintf("%s/%d", base, f.FolderID) || f.DisplayName != "Escalations" || !f.AutoRetrieveEmails || f.ChannelID != ch.ChannelID {
 		t.Fatalf("created folder %+v at %q", f, r.Header.Get("Location"))
 	}
-	wantStatus(t, c.Do(http.MethodPost, base, tn.adminToken, map[string]any{"externalFolderID": "inbox"}), http.StatusConflict, nil)
-	wantStatus(t, c.Do(http.MethodPost, base, tn.adminToken, map[string]any{"displayName": "no id"}), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodPost, base, tn.AdminToken, map[string]any{"externalFolderID": "inbox"}), http.StatusConflict, nil)
+	wantStatus(t, c.Do(http.MethodPost, base, tn.AdminToken, map[string]any{"displayName": "no id"}), http.StatusBadRequest, nil)
 	one := fmt.Sprintf("%s/%d", base, f.FolderID)
-	wantStatus(t, c.Do(http.MethodPut, one, tn.adminToken, map[string]any{"externalFolderID": "escalations", "displayName": "Esc"}), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodPut, one, tn.AdminToken, map[string]any{"externalFolderID": "escalations", "displayName": "Esc"}), http.StatusNoContent, nil)
 	var got folderBody
-	wantStatus(t, c.Do(http.MethodGet, one, tn.agentToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodGet, one, tn.AgentToken, nil), http.StatusOK, &got)
 	if got.ExternalFolderID != "escalations" || got.DisplayName != "Esc" || got.AutoRetrieveEmails {
 		t.Fatalf("after PUT %+v", got)
 	}
-	wantStatus(t, c.Do(http.MethodDelete, one, tn.adminToken, nil), http.StatusNoContent, nil)
-	wantStatus(t, c.Do(http.MethodGet, one, tn.adminToken, nil), http.StatusNotFound, nil)
-	wantStatus(t, c.Do(http.MethodDelete, one, tn.adminToken, nil), http.StatusNotFound, nil)
-	wantStatus(t, c.Do(http.MethodGet, base+"/0", tn.adminToken, nil), http.StatusBadRequest, nil)
-	wantStatus(t, c.Do(http.MethodGet, base+"/x", tn.adminToken, nil), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodDelete, one, tn.AdminToken, nil), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodGet, one, tn.AdminToken, nil), http.StatusNotFound, nil)
+	wantStatus(t, c.Do(http.MethodDelete, one, tn.AdminToken, nil), http.StatusNotFound, nil)
+	wantStatus(t, c.Do(http.MethodGet, base+"/0", tn.AdminToken, nil), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodGet, base+"/x", tn.AdminToken, nil), http.StatusBadRequest, nil)
 
 	web := createChannel(t, tn, map[string]any{"name": "Web", "kind": "web"})
-	wantStatus(t, c.Do(http.MethodPost, fmt.Sprintf("/api/Channels/%d/folders", web.ChannelID), tn.adminToken, map[string]any{"externalFolderID": "inbox"}), http.StatusBadRequest, nil)
+	wantStatus(t, c.Do(http.MethodPost, fmt.Sprintf("/api/Channels/%d/folders", web.ChannelID), tn.AdminToken, map[string]any{"externalFolderID": "inbox"}), http.StatusBadRequest, nil)
 }
 
 // Every role reads; only admins write; another customer's ids are 404.
@@ -204,24 +204,24 @@ func TestChannelsRolesAndTenants(t *testing.T) {
 		if w.method != http.MethodDelete && !strings.Contains(w.path, "subscribe") {
 			body = map[string]any{"name": "x", "kind": "web", "externalFolderID": "x"}
 		}
-		wantStatus(t, c.Do(w.method, w.path, tn.agentToken, body), http.StatusForbidden, nil)
+		wantStatus(t, c.Do(w.method, w.path, tn.AgentToken, body), http.StatusForbidden, nil)
 		wantStatus(t, c.Do(w.method, w.path, "", body), http.StatusUnauthorized, nil)
 		if w.path != "/api/Channels" {
-			wantStatus(t, c.Do(w.method, w.path, other.adminToken, body), http.StatusNotFound, nil)
+			wantStatus(t, c.Do(w.method, w.path, other.AdminToken, body), http.StatusNotFound, nil)
 		}
 	}
 	for _, p := range []string{path, path + "/folders", folder} {
-		wantStatus(t, c.Do(http.MethodGet, p, other.adminToken, nil), http.StatusNotFound, nil)
-		wantStatus(t, c.Do(http.MethodGet, p, tn.agentToken, nil), http.StatusOK, nil)
+		wantStatus(t, c.Do(http.MethodGet, p, other.AdminToken, nil), http.StatusNotFound, nil)
+		wantStatus(t, c.Do(http.MethodGet, p, tn.AgentToken, nil), http.StatusOK, nil)
 	}
 	var l listBody[channelBody]
-	wantStatus(t, c.Do(http.MethodGet, "/api/Channels", other.adminToken, nil), http.StatusOK, &l)
+	wantStatus(t, c.Do(http.MethodGet, "/api/Channels", other.AdminToken, nil), http.StatusOK, &l)
 	if l.TotalCount != 0 {
 		t.Fatalf("other tenant lists %+v", l)
 	}
 	// Nothing was changed by the refused calls.
 	var got channelBody
-	wantStatus(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, &got)
 	if !reflect.DeepEqual(got, ch) {
 		t.Fatalf("after refused writes %+v, want %+v", got, ch)
 	}

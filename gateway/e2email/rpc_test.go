@@ -41,18 +41,18 @@ func TestChannelLookupAndEvents(t *testing.T) {
 	t.Parallel()
 	tn, other := newTenant(t), newTenant(t)
 	ch := createChannel(t, tn, emailChannel(false))
-	r := askChannel(t, tn.customerID, ch.ChannelID)
+	r := askChannel(t, tn.CustomerID, ch.ChannelID)
 	if !r.Exists || r.ChannelID != ch.ChannelID || r.Kind != "email" || r.EmailAddress != *ch.EmailAddress || r.IsDeleted || r.Name != ch.Name {
 		t.Fatalf("lookup %+v", r)
 	}
-	if r := askChannel(t, other.customerID, ch.ChannelID); r.Exists {
+	if r := askChannel(t, other.CustomerID, ch.ChannelID); r.Exists {
 		t.Fatalf("another customer's channel: %+v", r)
 	}
-	if r := askChannel(t, tn.customerID, 999999999); r.Exists {
+	if r := askChannel(t, tn.CustomerID, 999999999); r.Exists {
 		t.Fatalf("unknown channel: %+v", r)
 	}
-	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.adminToken, nil), http.StatusNoContent, nil)
-	if r := askChannel(t, tn.customerID, ch.ChannelID); !r.Exists || !r.IsDeleted {
+	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.AdminToken, nil), http.StatusNoContent, nil)
+	if r := askChannel(t, tn.CustomerID, ch.ChannelID); !r.Exists || !r.IsDeleted {
 		t.Fatalf("deleted channel: %+v", r)
 	}
 
@@ -73,7 +73,7 @@ func TestChannelLookupAndEvents(t *testing.T) {
 				}
 				seq = m.Sequence + 1
 				var ev contracts.Event[contracts.ChannelChanged]
-				if json.Unmarshal(m.Data, &ev) == nil && ev.CustomerID == tn.customerID && ev.Data.ChannelID == ch.ChannelID {
+				if json.Unmarshal(m.Data, &ev) == nil && ev.CustomerID == tn.CustomerID && ev.Data.ChannelID == ch.ChannelID {
 					seen = append(seen, ev.Type)
 				}
 			}

@@ -15,7 +15,7 @@ import (
 func toggle(t *testing.T, tn tenant, op string, channelID int64, want int) toggleBody {
 	t.Helper()
 	var tb toggleBody
-	r := client(t).Do(http.MethodPost, fmt.Sprintf("/api/ProviderWebhook/%s/%d", op, channelID), tn.adminToken, nil)
+	r := client(t).Do(http.MethodPost, fmt.Sprintf("/api/ProviderWebhook/%s/%d", op, channelID), tn.AdminToken, nil)
 	if want == http.StatusOK {
 		wantStatus(t, r, want, &tb)
 	} else {
@@ -62,7 +62,7 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 		t.Fatalf("stored expiry %v, Graph's %v", f.ProviderSubscriptionExpiration, s.ExpirationDateTime)
 	}
 	var got channelBody
-	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.agentToken, nil), http.StatusOK, &got)
+	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.AgentToken, nil), http.StatusOK, &got)
 	if !got.AutoRetrieveEmails {
 		t.Fatalf("channel not switched on: %+v", got)
 	}
@@ -99,18 +99,18 @@ func TestSubscribeNotFound(t *testing.T) {
 	tn, other := newTenant(t), newTenant(t)
 	web := createChannel(t, tn, map[string]any{"name": "Web", "kind": "web"})
 	deleted := createChannel(t, tn, emailChannel(false))
-	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", deleted.ChannelID), tn.adminToken, nil), http.StatusNoContent, nil)
+	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", deleted.ChannelID), tn.AdminToken, nil), http.StatusNoContent, nil)
 	mine := createChannel(t, tn, emailChannel(false))
 	for _, op := range []string{"subscribe", "unsubscribe"} {
 		toggle(t, tn, op, 999999999, http.StatusNotFound)
 		toggle(t, tn, op, web.ChannelID, http.StatusNotFound)
 		toggle(t, tn, op, deleted.ChannelID, http.StatusNotFound)
 		toggle(t, other, op, mine.ChannelID, http.StatusNotFound)
-		wantStatus(t, client(t).Do(http.MethodPost, "/api/ProviderWebhook/"+op+"/abc", tn.adminToken, nil), http.StatusBadRequest, nil)
+		wantStatus(t, client(t).Do(http.MethodPost, "/api/ProviderWebhook/"+op+"/abc", tn.AdminToken, nil), http.StatusBadRequest, nil)
 	}
 	// The refused calls changed nothing.
 	var got channelBody
-	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d", mine.ChannelID), tn.adminToken, nil), http.StatusOK, &got)
+	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d", mine.ChannelID), tn.AdminToken, nil), http.StatusOK, &got)
 	if got.AutoRetrieveEmails {
 		t.Fatal("another tenant's subscribe switched the channel")
 	}
@@ -144,7 +144,7 @@ func TestDeleteChannelDeletesSubscriptions(t *testing.T) {
 	tn := newTenant(t)
 	ch, f := subscribedFolder(t, tn)
 	id := *f.ProviderSubscriptionID
-	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.adminToken, nil), http.StatusNoContent, nil)
+	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.AdminToken, nil), http.StatusNoContent, nil)
 	eventually(t, 10*time.Second, "the subscription deleted at Graph", func() bool { _, ok := fakeSubscription(id); return !ok })
 }
 

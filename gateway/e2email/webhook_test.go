@@ -166,7 +166,7 @@ func TestNotificationQueuesImport(t *testing.T) {
 	// The catch-up import of the new subscription.
 	eventually(t, 5*time.Second, "catch-up import", func() bool { return len(imports(t, f.FolderID)) >= 1 })
 	if got := imports(t, f.FolderID)[0]; got.Reason != contracts.ImportCatchUp || got.FolderID != f.FolderID ||
-		got.ChannelID != ch.ChannelID || got.CustomerID != tn.customerID {
+		got.ChannelID != ch.ChannelID || got.CustomerID != tn.CustomerID {
 		t.Fatalf("catch-up %+v", got)
 	}
 	// Graph sends each change two or three times.
@@ -183,12 +183,12 @@ func TestNotificationQueuesImport(t *testing.T) {
 			notified = append(notified, r)
 		}
 	}
-	if len(notified) != 1 || notified[0].CustomerID != tn.customerID || notified[0].ChannelID != ch.ChannelID ||
+	if len(notified) != 1 || notified[0].CustomerID != tn.CustomerID || notified[0].ChannelID != ch.ChannelID ||
 		notified[0].NotBefore.Before(notified[0].RequestedAt) {
 		t.Fatalf("notification imports %+v", notified)
 	}
 	var got folderBody
-	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d/folders/%d", ch.ChannelID, f.FolderID), tn.agentToken, nil), http.StatusOK, &got)
+	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d/folders/%d", ch.ChannelID, f.FolderID), tn.AgentToken, nil), http.StatusOK, &got)
 	if got.LastNotificationAt == nil {
 		t.Fatalf("lastNotificationAt not recorded: %+v", got)
 	}

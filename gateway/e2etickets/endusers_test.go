@@ -15,9 +15,9 @@ func TestEndUsersCreateReadUpdateDelete(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	u := createEndUser(t, tn.adminToken, map[string]any{"name": "  Ada Lovelace ", "email": " Ada@Example.COM ", "phone": "+44 (0)20 7946-0000",
+	u := createEndUser(t, tn.AdminToken, map[string]any{"name": "  Ada Lovelace ", "email": " Ada@Example.COM ", "phone": "+44 (0)20 7946-0000",
 		"language": "ENG", "customFieldsData": map[string]any{"plan": "gold", "seats": 3, "tags": []string{"vip"}}})
-	if u.CustomerID != tn.customerID || u.Name != "Ada Lovelace" || u.Email == nil || *u.Email != "ada@example.com" ||
+	if u.CustomerID != tn.CustomerID || u.Name != "Ada Lovelace" || u.Email == nil || *u.Email != "ada@example.com" ||
 		u.Phone == nil || *u.Phone != "+44 (0)20 7946-0000" || u.Language == nil || *u.Language != "en" || u.DateCreated == "" ||
 		u.DateCreated != u.DateUpdated {
 		t.Fatalf("created %+v", u)
@@ -28,25 +28,25 @@ func TestEndUsersCreateReadUpdateDelete(t *testing.T) {
 	}
 	var got endUserBody
 	path := fmt.Sprintf("/api/EndUsers/%d", u.EndUserID)
-	wantStatus(t, c.Do(http.MethodGet, strings.ToLower(path), tn.agentToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodGet, strings.ToLower(path), tn.AgentToken, nil), http.StatusOK, &got)
 	if !reflect.DeepEqual(got, u) {
 		t.Fatalf("get %+v, created %+v", got, u)
 	}
-	if l := listEndUsers(t, tn.agentToken, ""); l.TotalCount != 1 || l.TotalPages != 1 || l.Items[0].EndUserID != u.EndUserID {
+	if l := listEndUsers(t, tn.AgentToken, ""); l.TotalCount != 1 || l.TotalPages != 1 || l.Items[0].EndUserID != u.EndUserID {
 		t.Fatalf("list %+v", l)
 	}
 
 	// PUT replaces: absent optional fields become null.
-	wantStatus(t, c.Do(http.MethodPut, path, tn.adminToken, map[string]any{"name": "Ada King"}), http.StatusNoContent, nil)
-	wantStatus(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodPut, path, tn.AdminToken, map[string]any{"name": "Ada King"}), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, &got)
 	if got.Name != "Ada King" || got.Email != nil || got.Phone != nil || got.Language != nil || string(got.CustomFieldsData) != "{}" ||
 		got.DateCreated != u.DateCreated || got.DateUpdated == u.DateUpdated {
 		t.Fatalf("after PUT %+v", got)
 	}
-	wantStatus(t, c.Do(http.MethodDelete, path, tn.adminToken, nil), http.StatusNoContent, nil)
-	wantProblem(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusNotFound, "")
-	wantProblem(t, c.Do(http.MethodPut, path, tn.adminToken, map[string]any{"name": "x"}), http.StatusNotFound, "")
-	wantProblem(t, c.Do(http.MethodDelete, path, tn.adminToken, nil), http.StatusNotFound, "")
+	wantStatus(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusNoContent, nil)
+	wantProblem(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusNotFound, "")
+	wantProblem(t, c.Do(http.MethodPut, path, tn.AdminToken, map[string]any{"name": "x"}), http.StatusNotFound, "")
+	wantProblem(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusNotFound, "")
 	// Without a token nothing is answered but 401.
 	wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers", "", nil), http.StatusUnauthorized, "")
 }
@@ -55,7 +55,7 @@ func TestEndUsersValidation(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	existing := createEndUser(t, tn.agentToken, map[string]any{"name": "Existing"})
+	existing := createEndUser(t, tn.AgentToken, map[string]any{"name": "Existing"})
 	cases := []struct {
 		name  string
 		body  any
@@ -78,15 +78,15 @@ func TestEndUsersValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wantProblem(t, c.Do(http.MethodPost, "/api/EndUsers", tn.agentToken, tc.body), http.StatusBadRequest, tc.field)
-			wantProblem(t, c.Do(http.MethodPut, fmt.Sprintf("/api/EndUsers/%d", existing.EndUserID), tn.agentToken, tc.body),
+			wantProblem(t, c.Do(http.MethodPost, "/api/EndUsers", tn.AgentToken, tc.body), http.StatusBadRequest, tc.field)
+			wantProblem(t, c.Do(http.MethodPut, fmt.Sprintf("/api/EndUsers/%d", existing.EndUserID), tn.AgentToken, tc.body),
 				http.StatusBadRequest, tc.field)
 		})
 	}
-	wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers/abc", tn.agentToken, nil), http.StatusBadRequest, "id")
-	wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers/01", tn.agentToken, nil), http.StatusBadRequest, "id")
+	wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers/abc", tn.AgentToken, nil), http.StatusBadRequest, "id")
+	wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers/01", tn.AgentToken, nil), http.StatusBadRequest, "id")
 	// Nothing was created by the refused requests.
-	if l := listEndUsers(t, tn.agentToken, ""); l.TotalCount != 1 {
+	if l := listEndUsers(t, tn.AgentToken, ""); l.TotalCount != 1 {
 		t.Fatalf("%d end users", l.TotalCount)
 	}
 }
@@ -94,9 +94,9 @@ func TestEndUsersValidation(t *testing.T) {
 func TestEndUsersListPagingFiltersSort(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	carol := createEndUser(t, tn.agentToken, map[string]any{"name": "carol", "email": "carol@shop.example"})
-	bob := createEndUser(t, tn.agentToken, map[string]any{"name": "Bob", "email": "bob@example.com"})
-	alice := createEndUser(t, tn.agentToken, map[string]any{"name": "Alice", "phone": "+1 (555) 0100"})
+	carol := createEndUser(t, tn.AgentToken, map[string]any{"name": "carol", "email": "carol@shop.example"})
+	bob := createEndUser(t, tn.AgentToken, map[string]any{"name": "Bob", "email": "bob@example.com"})
+	alice := createEndUser(t, tn.AgentToken, map[string]any{"name": "Alice", "phone": "+1 (555) 0100"})
 	ids := func(l listBody[endUserBody]) []int64 {
 		out := []int64{}
 		for _, u := range l.Items {
@@ -129,7 +129,7 @@ func TestEndUsersListPagingFiltersSort(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
-			l := listEndUsers(t, tn.agentToken, tc.query)
+			l := listEndUsers(t, tn.AgentToken, tc.query)
 			if got := ids(l); !reflect.DeepEqual(got, tc.want) || l.TotalCount != tc.total || l.TotalPages != tc.pages {
 				t.Fatalf("got %v (total %d, pages %d), want %v (total %d, pages %d)", got, l.TotalCount, l.TotalPages, tc.want, tc.total, tc.pages)
 			}
@@ -138,7 +138,7 @@ func TestEndUsersListPagingFiltersSort(t *testing.T) {
 	c := client(t)
 	for query, field := range map[string]string{"?pageSize=101": "pageSize", "?pageSize=0": "pageSize", "?pageNumber=0": "pageNumber",
 		"?sort=email": "sort", "?q=a&Q=b": "q"} {
-		wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers"+query, tn.agentToken, nil), http.StatusBadRequest, field)
+		wantProblem(t, c.Do(http.MethodGet, "/api/EndUsers"+query, tn.AgentToken, nil), http.StatusBadRequest, field)
 	}
 }
 
@@ -146,16 +146,16 @@ func TestEndUsersDuplicateEmail(t *testing.T) {
 	t.Parallel()
 	tn, other := newTenant(t), newTenant(t)
 	c := client(t)
-	createEndUser(t, tn.agentToken, map[string]any{"name": "First", "email": "dup@example.com"})
-	wantProblem(t, c.Do(http.MethodPost, "/api/EndUsers", tn.agentToken, map[string]any{"name": "Second", "email": "DUP@Example.com"}),
+	createEndUser(t, tn.AgentToken, map[string]any{"name": "First", "email": "dup@example.com"})
+	wantProblem(t, c.Do(http.MethodPost, "/api/EndUsers", tn.AgentToken, map[string]any{"name": "Second", "email": "DUP@Example.com"}),
 		http.StatusConflict, "email")
-	second := createEndUser(t, tn.agentToken, map[string]any{"name": "Second"})
-	wantProblem(t, c.Do(http.MethodPut, fmt.Sprintf("/api/EndUsers/%d", second.EndUserID), tn.agentToken,
+	second := createEndUser(t, tn.AgentToken, map[string]any{"name": "Second"})
+	wantProblem(t, c.Do(http.MethodPut, fmt.Sprintf("/api/EndUsers/%d", second.EndUserID), tn.AgentToken,
 		map[string]any{"name": "Second", "email": "Dup@example.com"}), http.StatusConflict, "email")
 	// End users without an address do not collide, and another customer
 	// may use the same address.
-	createEndUser(t, tn.agentToken, map[string]any{"name": "Third"})
-	createEndUser(t, other.agentToken, map[string]any{"name": "Elsewhere", "email": "dup@example.com"})
+	createEndUser(t, tn.AgentToken, map[string]any{"name": "Third"})
+	createEndUser(t, other.AgentToken, map[string]any{"name": "Elsewhere", "email": "dup@example.com"})
 }
 
 func TestEndUsersRolesAndTenants(t *testing.T) {
@@ -163,27 +163,27 @@ func TestEndUsersRolesAndTenants(t *testing.T) {
 	a, b := newTenant(t), newTenant(t)
 	c := client(t)
 	// Agents write end users, not just admins.
-	u := createEndUser(t, a.agentToken, map[string]any{"name": "By agent"})
+	u := createEndUser(t, a.AgentToken, map[string]any{"name": "By agent"})
 	path := fmt.Sprintf("/api/EndUsers/%d", u.EndUserID)
-	wantStatus(t, c.Do(http.MethodPut, path, a.agentToken, map[string]any{"name": "Renamed by agent"}), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodPut, path, a.AgentToken, map[string]any{"name": "Renamed by agent"}), http.StatusNoContent, nil)
 
 	// Another customer's id is not found, whatever the method.
-	wantProblem(t, c.Do(http.MethodGet, path, b.adminToken, nil), http.StatusNotFound, "")
-	wantProblem(t, c.Do(http.MethodPut, path, b.adminToken, map[string]any{"name": "Hijack"}), http.StatusNotFound, "")
-	wantProblem(t, c.Do(http.MethodDelete, path, b.adminToken, nil), http.StatusNotFound, "")
-	if l := listEndUsers(t, b.adminToken, ""); l.TotalCount != 0 {
+	wantProblem(t, c.Do(http.MethodGet, path, b.AdminToken, nil), http.StatusNotFound, "")
+	wantProblem(t, c.Do(http.MethodPut, path, b.AdminToken, map[string]any{"name": "Hijack"}), http.StatusNotFound, "")
+	wantProblem(t, c.Do(http.MethodDelete, path, b.AdminToken, nil), http.StatusNotFound, "")
+	if l := listEndUsers(t, b.AdminToken, ""); l.TotalCount != 0 {
 		t.Fatalf("tenant B sees %+v", l)
 	}
 	var got endUserBody
-	wantStatus(t, c.Do(http.MethodGet, path, a.adminToken, nil), http.StatusOK, &got)
+	wantStatus(t, c.Do(http.MethodGet, path, a.AdminToken, nil), http.StatusOK, &got)
 	if got.Name != "Renamed by agent" {
 		t.Fatalf("after the other tenant's attempts: %+v", got)
 	}
-	wantStatus(t, c.Do(http.MethodDelete, path, a.agentToken, nil), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodDelete, path, a.AgentToken, nil), http.StatusNoContent, nil)
 
 	// So do integrations.
 	email, password := "integration-"+randid.Hex(4)+"@integrations.test", "pw-"+randid.Hex(10)
-	wantStatus(t, c.Do(http.MethodPost, "/api/Accounts", a.adminToken, map[string]string{"email": email, "password": password,
+	wantStatus(t, c.Do(http.MethodPost, "/api/Accounts", a.AdminToken, map[string]string{"email": email, "password": password,
 		"name": "Shop sync", "role": "integration"}), http.StatusCreated, nil)
 	integration := c.Login(email, password)
 	iu := createEndUser(t, integration, map[string]any{"name": "From the shop"})
@@ -199,13 +199,13 @@ func TestEndUserWithTicketsCannotBeDeleted(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	u := createEndUser(t, tn.agentToken, map[string]any{"name": "Has a ticket", "email": "ticket@example.com"})
-	exec(t, `INSERT INTO tickets.tickets (customer_id, end_user_id, subject) VALUES ($1, $2, 'Help')`, tn.customerID, u.EndUserID)
+	u := createEndUser(t, tn.AgentToken, map[string]any{"name": "Has a ticket", "email": "ticket@example.com"})
+	exec(t, `INSERT INTO tickets.tickets (customer_id, end_user_id, subject) VALUES ($1, $2, 'Help')`, tn.CustomerID, u.EndUserID)
 	path := fmt.Sprintf("/api/EndUsers/%d", u.EndUserID)
-	wantProblem(t, c.Do(http.MethodDelete, path, tn.adminToken, nil), http.StatusConflict, "")
-	wantStatus(t, c.Do(http.MethodGet, path, tn.adminToken, nil), http.StatusOK, nil)
-	exec(t, `DELETE FROM tickets.tickets WHERE customer_id = $1`, tn.customerID)
-	wantStatus(t, c.Do(http.MethodDelete, path, tn.adminToken, nil), http.StatusNoContent, nil)
+	wantProblem(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusConflict, "")
+	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, nil)
+	exec(t, `DELETE FROM tickets.tickets WHERE customer_id = $1`, tn.CustomerID)
+	wantStatus(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusNoContent, nil)
 }
 
 func TestEndUsersIdempotencyKey(t *testing.T) {
@@ -213,41 +213,41 @@ func TestEndUsersIdempotencyKey(t *testing.T) {
 	a, b := newTenant(t), newTenant(t)
 	key := "create-" + randid.Hex(8)
 	body := map[string]any{"name": "Once", "email": "once@example.com"}
-	first := postWithKey(t, a.agentToken, key, body)
+	first := postWithKey(t, a.AgentToken, key, body)
 	var u endUserBody
 	wantStatus(t, first, http.StatusCreated, &u)
 	if first.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatal("the first answer is marked replayed")
 	}
-	again := postWithKey(t, a.agentToken, key, body)
+	again := postWithKey(t, a.AgentToken, key, body)
 	wantStatus(t, again, http.StatusCreated, nil)
 	if string(again.Body) != string(first.Body) || again.Header.Get("Location") != first.Header.Get("Location") ||
 		again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay %v %s, first %v %s", again.Header, again.Body, first.Header, first.Body)
 	}
-	if l := listEndUsers(t, a.agentToken, ""); l.TotalCount != 1 || l.Items[0].EndUserID != u.EndUserID {
+	if l := listEndUsers(t, a.AgentToken, ""); l.TotalCount != 1 || l.Items[0].EndUserID != u.EndUserID {
 		t.Fatalf("end users after the replay: %+v", l)
 	}
 	// The same key with another body is refused.
-	wantProblem(t, postWithKey(t, a.agentToken, key, map[string]any{"name": "Twice"}), http.StatusUnprocessableEntity, "Idempotency-Key")
+	wantProblem(t, postWithKey(t, a.AgentToken, key, map[string]any{"name": "Twice"}), http.StatusUnprocessableEntity, "Idempotency-Key")
 	// Another customer's key space is its own.
-	other := postWithKey(t, b.agentToken, key, body)
+	other := postWithKey(t, b.AgentToken, key, body)
 	var ou endUserBody
 	wantStatus(t, other, http.StatusCreated, &ou)
-	if ou.EndUserID == u.EndUserID || ou.CustomerID != b.customerID || other.Header.Get("Idempotent-Replayed") != "" {
+	if ou.EndUserID == u.EndUserID || ou.CustomerID != b.CustomerID || other.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("tenant B got %+v %v", ou, other.Header)
 	}
 	// A refused request is replayed as refused.
 	badKey := "bad-" + randid.Hex(8)
-	bad := postWithKey(t, a.agentToken, badKey, map[string]any{"name": ""})
+	bad := postWithKey(t, a.AgentToken, badKey, map[string]any{"name": ""})
 	wantProblem(t, bad, http.StatusBadRequest, "name")
-	badAgain := postWithKey(t, a.agentToken, badKey, map[string]any{"name": ""})
+	badAgain := postWithKey(t, a.AgentToken, badKey, map[string]any{"name": ""})
 	wantProblem(t, badAgain, http.StatusBadRequest, "name")
 	if badAgain.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatal("the 400 was not replayed")
 	}
-	wantProblem(t, postWithKey(t, a.agentToken, strings.Repeat("k", 256), body), http.StatusBadRequest, "Idempotency-Key")
-	if l := listEndUsers(t, a.agentToken, ""); l.TotalCount != 1 {
+	wantProblem(t, postWithKey(t, a.AgentToken, strings.Repeat("k", 256), body), http.StatusBadRequest, "Idempotency-Key")
+	if l := listEndUsers(t, a.AgentToken, ""); l.TotalCount != 1 {
 		t.Fatalf("%d end users", l.TotalCount)
 	}
 }

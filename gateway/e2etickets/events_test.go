@@ -20,10 +20,10 @@ func TestEndUserEvents(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	u := createEndUser(t, tn.agentToken, map[string]any{"name": "Evented", "email": "evented@example.com", "language": "de"})
+	u := createEndUser(t, tn.AgentToken, map[string]any{"name": "Evented", "email": "evented@example.com", "language": "de"})
 	path := fmt.Sprintf("/api/EndUsers/%d", u.EndUserID)
-	wantStatus(t, c.Do(http.MethodPut, path, tn.agentToken, map[string]any{"name": "Evented again"}), http.StatusNoContent, nil)
-	wantStatus(t, c.Do(http.MethodDelete, path, tn.agentToken, nil), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodPut, path, tn.AgentToken, map[string]any{"name": "Evented again"}), http.StatusNoContent, nil)
+	wantStatus(t, c.Do(http.MethodDelete, path, tn.AgentToken, nil), http.StatusNoContent, nil)
 
 	st, err := js.Stream(t.Context(), names.Stream(contracts.StreamEvents))
 	if err != nil {
@@ -42,7 +42,7 @@ func TestEndUserEvents(t *testing.T) {
 				}
 				seq = m.Sequence + 1
 				var ev contracts.Event[contracts.EndUserChanged]
-				if json.Unmarshal(m.Data, &ev) == nil && ev.CustomerID == tn.customerID && ev.Data.EndUserID == u.EndUserID {
+				if json.Unmarshal(m.Data, &ev) == nil && ev.CustomerID == tn.CustomerID && ev.Data.EndUserID == u.EndUserID {
 					seen = append(seen, ev)
 				}
 			}
@@ -78,7 +78,7 @@ func TestUnservedPathsUnderThePrefixes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+tn.agentToken)
+		req.Header.Set("Authorization", "Bearer "+tn.AgentToken)
 		resp, err := stk.HTTPClient().Do(req)
 		if err != nil {
 			t.Fatal(err)

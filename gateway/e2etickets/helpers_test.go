@@ -5,65 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"supportplatform.dev/gateway/e2e"
-	"supportplatform.dev/pkg/randid"
 )
 
 // Every test works in tenants of its own, so lists hold only what the test
 // made and tests may run in parallel.
 
-type tenant struct {
-	adminToken string
-	agentToken string
-	customerID int64
-}
+// tenant is a customer of the test's own (e2e.Tenant).
+type tenant = e2e.Tenant
 
-// newTenant bootstraps a customer with an admin and adds an agent account.
-func newTenant(t *testing.T) tenant {
-	t.Helper()
-	name := "Tickets " + randid.Hex(4)
-	email := "admin-" + randid.Hex(4) + "@tickets" + strings.ToLower(randid.Hex(3)) + ".test"
-	password := "pw-" + randid.Hex(10)
-	out, err := stk.Command(t.Context(), "auth", "bootstrap", "-customer", name, "-email", email, "-password", password).CombinedOutput()
-	if err != nil {
-		t.Fatalf("bootstrap %s: %v %s", name, err, out)
-	}
-	c := client(t)
-	tn := tenant{adminToken: c.Login(email, password)}
-	var me struct {
-		Customer struct {
-			CustomerID int64 `json:"customerID"`
-		} `json:"customer"`
-	}
-	wantStatus(t, c.Do(http.MethodGet, "/api/Customers/me", tn.adminToken, nil), http.StatusOK, &me)
-	tn.customerID = me.Customer.CustomerID
-	agentEmail, agentPassword := "agent-"+randid.Hex(4)+"@"+strings.Split(email, "@")[1], "pw-"+randid.Hex(10)
-	r := c.Do(http.MethodPost, "/api/Accounts", tn.adminToken, map[string]string{"email": agentEmail, "password": agentPassword, "name": "Agent", "role": "agent"})
-	wantStatus(t, r, http.StatusCreated, nil)
-	tn.agentToken = c.Login(agentEmail, agentPassword)
-	return tn
-}
+func newTenant(t *testing.T) tenant { t.Helper(); return e2e.NewTenant(t, stk, client(t), "Tickets") }
 
 func client(t testing.TB) *e2e.Client { return e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api) }
 
-// wantStatus fails t unless r has status want; a 2xx body is decoded into v
-// when v is not nil; a problem status must carry a problem body.
+// wantStatus is e2e.WantStatus.
 func wantStatus(t testing.TB, r *e2e.Response, want int, v any) {
 	t.Helper()
-	if r.Status != want {
-		t.Fatalf("status %d, want %d: %s", r.Status, want, r.String())
-	}
-	if v != nil {
-		r.JSON(t, v)
-	}
-	if want >= 400 {
-		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
-			t.Fatalf("%d with Content-Type %q", want, ct)
-		}
-	}
+	e2e.WantStatus(t, r, want, v)
 }
 
 // wantProblem requires status want and a problem naming field (when not "").
@@ -87,11 +47,7 @@ type endUserBody struct {
 	DateUpdated      string          `json:"dateUpdated"`
 }
 
-type listBody[T any] struct {
-	Items      []T `json:"items"`
-	TotalCount int `json:"totalCount"`
-	TotalPages int `json:"totalPages"`
-}
+type listBody[T any] = e2e.List[T]
 
 // createEndUser makes an end user and checks its Location.
 func createEndUser(t *testing.T, token string, body any) endUserBody {
