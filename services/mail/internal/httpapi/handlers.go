@@ -11,7 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/httpcrud"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/services/mail/internal/mail"
@@ -44,19 +44,9 @@ func New(channels Channels, toggles Toggles, webhook Webhook, s *httpserver.Serv
 	return &Handlers{channels: channels, toggles: toggles, webhook: webhook, s: s}
 }
 
-// customer returns the caller's customer id (the tenant every call is
-// scoped to).
-func customer(c *gin.Context) (int64, error) {
-	p, err := authn.Must(c.Request.Context())
-	if err != nil {
-		return 0, err
-	}
-	return p.CustomerID, nil
-}
-
 // ids reads the caller's customer and the path ids named (in order).
 func ids(c *gin.Context, names ...string) (customerID int64, out []int64, err error) {
-	if customerID, err = customer(c); err != nil {
+	if customerID, err = httpcrud.Customer(c); err != nil {
 		return 0, nil, err
 	}
 	for _, n := range names {
@@ -109,7 +99,7 @@ type channelRequest struct {
 	Folders            *[]folderRequest `json:"folders"`
 }
 
-func (r channelRequest) input() mail.ChannelInput {
+func (r channelRequest) Input() mail.ChannelInput {
 	var in mail.ChannelInput
 	str := func(p *string) string {
 		if p == nil {
@@ -178,90 +168,36 @@ func toFolder(f mail.Folder) folderResponse {
 }
 
 func (h *Handlers) listChannels(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := httpserver.NewQuery(c)
-	pg := q.Page()
-	var f mail.ChannelFilter
-	if k := q.Get("kind"); k != "" {
-		switch k {
-		case mail.KindEmail, mail.KindWeb, mail.KindAPI:
-			f.Kind = &k
-		default:
-			q.Invalid("kind", "must be email, web or api")
+	return httpcrud.ListPage(c, func(q *httpserver.Query) mail.ChannelFilter {
+		var f mail.ChannelFilter
+		if k := q.Get("kind"); k != "" {
+			switch k {
+			case mail.KindEmail, mail.KindWeb, mail.KindAPI:
+				f.Kind = &k
+			default:
+				q.Invalid("kind", "must be email, web or api")
+			}
 		}
-	}
-	f.IsDeleted = q.Bool("isDeleted")
-	if err := q.Err(); err != nil {
-		return err
-	}
-	items, total, err := h.channels.ListChannels(c.Request.Context(), cid, f, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toChannel), total, pg))
-	return nil
+		f.IsDeleted = q.Bool("isDeleted")
+		return f
+	}, h.channels.ListChannels, toChannel)
 }
 
 func (h *Handlers) getChannel(c *gin.Context) error {
-	cid, id, err := ids(c, "id")
-	if err != nil {
-		return err
-	}
-	ch, err := h.channels.Channel(c.Request.Context(), cid, id[0])
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toChannel(ch))
-	return nil
+	return httpcrud.GetOne(c, h.channels.Channel, toChannel)
 }
 
 func (h *Handlers) createChannel(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req channelRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	ch, err := h.channels.CreateChannel(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	c.Header("Location", "/api/Channels/"+strconv.FormatInt(ch.ID, 10))
-	c.JSON(http.StatusCreated, toChannel(ch))
-	return nil
+	return httpcrud.CreateOne[channelRequest](c, "/api/Channels", h.channels.CreateChannel,
+		func(ch mail.Channel) int64 { return ch.ID }, toChannel)
 }
 
 func (h *Handlers) updateChannel(c *gin.Context) error {
-	cid, id, err := ids(c, "id")
-	if err != nil {
-		return err
-	}
-	var req channelRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	if _, err := h.channels.UpdateChannel(c.Request.Context(), cid, id[0], req.input()); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return httpcrud.UpdateOne[channelRequest](c, h.channels.UpdateChannel)
 }
 
 func (h *Handlers) deleteChannel(c *gin.Context) error {
-	cid, id, err := ids(c, "id")
-	if err != nil {
-		return err
-	}
-	if err := h.channels.DeleteChannel(c.Request.Context(), cid, id[0]); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return httpcrud.DeleteOne(c, h.channels.DeleteChannel)
 }
 
 // ---- Folders ----

@@ -6,13 +6,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/httpcrud"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/services/tickets/internal/tickets"
@@ -38,24 +36,6 @@ func New(endUsers EndUsers, s *httpserver.Server) *Handlers {
 	return &Handlers{endUsers: endUsers, s: s}
 }
 
-// customer returns the caller's customer id (the tenant every call is
-// scoped to).
-func customer(c *gin.Context) (int64, error) {
-	p, err := authn.Must(c.Request.Context())
-	if err != nil {
-		return 0, err
-	}
-	return p.CustomerID, nil
-}
-
-func customerAndID(c *gin.Context) (customerID, id int64, err error) {
-	if customerID, err = customer(c); err != nil {
-		return 0, 0, err
-	}
-	id, err = httpserver.PathID(c)
-	return customerID, id, err
-}
-
 func optional(s string) *string {
 	if s == "" {
 		return nil
@@ -73,7 +53,7 @@ type endUserRequest struct {
 	CustomFieldsData json.RawMessage `json:"customFieldsData"`
 }
 
-func (r endUserRequest) input() tickets.EndUserInput {
+func (r endUserRequest) Input() tickets.EndUserInput {
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -107,81 +87,26 @@ func toEndUser(u tickets.EndUser) endUserResponse {
 }
 
 func (h *Handlers) listEndUsers(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	q := httpserver.NewQuery(c)
-	pg := q.Page()
-	sort, err := tickets.ParseEndUserSort(q.Get("sort"))
-	q.Merge(err)
-	f := tickets.EndUserFilter{Sort: sort, Email: q.Text("email", tickets.MaxQueryLen), Q: q.Text("q", tickets.MaxQueryLen)}
-	if err := q.Err(); err != nil {
-		return err
-	}
-	items, total, err := h.endUsers.ListEndUsers(c.Request.Context(), cid, f, pg)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, paging.NewEnvelope(paging.Map(items, toEndUser), total, pg))
-	return nil
+	return httpcrud.ListPage(c, func(q *httpserver.Query) tickets.EndUserFilter {
+		sort, err := tickets.ParseEndUserSort(q.Get("sort"))
+		q.Merge(err)
+		return tickets.EndUserFilter{Sort: sort, Email: q.Text("email", tickets.MaxQueryLen), Q: q.Text("q", tickets.MaxQueryLen)}
+	}, h.endUsers.ListEndUsers, toEndUser)
 }
 
 func (h *Handlers) getEndUser(c *gin.Context) error {
-	cid, id, err := customerAndID(c)
-	if err != nil {
-		return err
-	}
-	u, err := h.endUsers.EndUser(c.Request.Context(), cid, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, toEndUser(u))
-	return nil
+	return httpcrud.GetOne(c, h.endUsers.EndUser, toEndUser)
 }
 
 func (h *Handlers) createEndUser(c *gin.Context) error {
-	cid, err := customer(c)
-	if err != nil {
-		return err
-	}
-	var req endUserRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	u, err := h.endUsers.CreateEndUser(c.Request.Context(), cid, req.input())
-	if err != nil {
-		return err
-	}
-	c.Header("Location", "/api/EndUsers/"+strconv.FormatInt(u.ID, 10))
-	c.JSON(http.StatusCreated, toEndUser(u))
-	return nil
+	return httpcrud.CreateOne[endUserRequest](c, "/api/EndUsers", h.endUsers.CreateEndUser,
+		func(u tickets.EndUser) int64 { return u.ID }, toEndUser)
 }
 
 func (h *Handlers) updateEndUser(c *gin.Context) error {
-	cid, id, err := customerAndID(c)
-	if err != nil {
-		return err
-	}
-	var req endUserRequest
-	if err := httpserver.BindJSON(c, &req); err != nil {
-		return err
-	}
-	if _, err := h.endUsers.UpdateEndUser(c.Request.Context(), cid, id, req.input()); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return httpcrud.UpdateOne[endUserRequest](c, h.endUsers.UpdateEndUser)
 }
 
 func (h *Handlers) deleteEndUser(c *gin.Context) error {
-	cid, id, err := customerAndID(c)
-	if err != nil {
-		return err
-	}
-	if err := h.endUsers.DeleteEndUser(c.Request.Context(), cid, id); err != nil {
-		return err
-	}
-	c.Status(http.StatusNoContent)
-	return nil
+	return httpcrud.DeleteOne(c, h.endUsers.DeleteEndUser)
 }

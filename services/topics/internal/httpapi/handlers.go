@@ -4,11 +4,9 @@
 package httpapi
 
 import (
-	"net/http"
-	"strconv"
-
 	"github.com/gin-gonic/gin"
 
+	"supportplatform.dev/pkg/httpcrud"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/services/topics/internal/topics"
 )
@@ -22,11 +20,6 @@ type Handlers struct {
 // New returns the handlers.
 func New(svc *topics.Service, s *httpserver.Server) *Handlers { return &Handlers{svc: svc, s: s} }
 
-func created(c *gin.Context, base string, id int64, body any) {
-	c.Header("Location", base+"/"+strconv.FormatInt(id, 10))
-	c.JSON(http.StatusCreated, body)
-}
-
 // ---- Topics ----
 
 type topicRequest struct {
@@ -34,7 +27,7 @@ type topicRequest struct {
 	Description *string `json:"description"`
 }
 
-func (r topicRequest) input() topics.TopicInput {
+func (r topicRequest) Input() topics.TopicInput {
 	var in topics.TopicInput
 	if r.Name != nil {
 		in.Name = *r.Name
@@ -57,7 +50,7 @@ func toTopic(t topics.Topic) topicResponse {
 }
 
 func (h *Handlers) listTopics(c *gin.Context) error {
-	return listPage(c, func(q *httpserver.Query) topics.TopicFilter {
+	return httpcrud.ListPage(c, func(q *httpserver.Query) topics.TopicFilter {
 		sort, err := topics.ParseTopicSort(q.Get("sort"))
 		q.Merge(err)
 		return topics.TopicFilter{Sort: sort, NameContains: q.Text("name", topics.MaxNameLen)}
@@ -65,19 +58,19 @@ func (h *Handlers) listTopics(c *gin.Context) error {
 }
 
 func (h *Handlers) getTopic(c *gin.Context) error {
-	return getOne(c, h.svc.Topic, toTopic)
+	return httpcrud.GetOne(c, h.svc.Topic, toTopic)
 }
 
 func (h *Handlers) createTopic(c *gin.Context) error {
-	return createOne[topicRequest](c, "/api/Topics", h.svc.CreateTopic, func(t topics.Topic) int64 { return t.ID }, toTopic)
+	return httpcrud.CreateOne[topicRequest](c, "/api/Topics", h.svc.CreateTopic, func(t topics.Topic) int64 { return t.ID }, toTopic)
 }
 
 func (h *Handlers) updateTopic(c *gin.Context) error {
-	return updateOne[topicRequest](c, h.svc.UpdateTopic)
+	return httpcrud.UpdateOne[topicRequest](c, h.svc.UpdateTopic)
 }
 
 func (h *Handlers) deleteTopic(c *gin.Context) error {
-	return deleteOne(c, h.svc.DeleteTopic)
+	return httpcrud.DeleteOne(c, h.svc.DeleteTopic)
 }
 
 // ---- Actions ----
@@ -89,7 +82,7 @@ type actionRequest struct {
 	IsActive  *bool   `json:"isActive"`
 }
 
-func (r actionRequest) input() topics.ActionInput {
+func (r actionRequest) Input() topics.ActionInput {
 	in := topics.ActionInput{ChannelID: r.ChannelID, IsActive: r.IsActive}
 	if r.Name != nil {
 		in.Name = *r.Name
@@ -114,23 +107,23 @@ func toAction(a topics.Action) actionResponse {
 }
 
 func (h *Handlers) listActions(c *gin.Context) error {
-	return listPage(c, noFilter, unfiltered(h.svc.ListActions), toAction)
+	return httpcrud.ListPage(c, httpcrud.NoFilter, httpcrud.Unfiltered(h.svc.ListActions), toAction)
 }
 
 func (h *Handlers) getAction(c *gin.Context) error {
-	return getOne(c, h.svc.Action, toAction)
+	return httpcrud.GetOne(c, h.svc.Action, toAction)
 }
 
 func (h *Handlers) createAction(c *gin.Context) error {
-	return createOne[actionRequest](c, "/api/Actions", h.svc.CreateAction, func(a topics.Action) int64 { return a.ID }, toAction)
+	return httpcrud.CreateOne[actionRequest](c, "/api/Actions", h.svc.CreateAction, func(a topics.Action) int64 { return a.ID }, toAction)
 }
 
 func (h *Handlers) updateAction(c *gin.Context) error {
-	return updateOne[actionRequest](c, h.svc.UpdateAction)
+	return httpcrud.UpdateOne[actionRequest](c, h.svc.UpdateAction)
 }
 
 func (h *Handlers) deleteAction(c *gin.Context) error {
-	return deleteOne(c, h.svc.DeleteAction)
+	return httpcrud.DeleteOne(c, h.svc.DeleteAction)
 }
 
 // ---- Documents ----
@@ -143,7 +136,7 @@ type documentRequest struct {
 	IsHook    *bool   `json:"isHook"`
 }
 
-func (r documentRequest) input() topics.DocumentInput {
+func (r documentRequest) Input() topics.DocumentInput {
 	in := topics.DocumentInput{ChannelID: r.ChannelID, IsHook: r.IsHook}
 	if r.Title != nil {
 		in.Title = *r.Title
@@ -173,21 +166,21 @@ func toDocument(d topics.Document) documentResponse {
 }
 
 func (h *Handlers) listDocuments(c *gin.Context) error {
-	return listPage(c, noFilter, unfiltered(h.svc.ListDocuments), toDocument)
+	return httpcrud.ListPage(c, httpcrud.NoFilter, httpcrud.Unfiltered(h.svc.ListDocuments), toDocument)
 }
 
 func (h *Handlers) getDocument(c *gin.Context) error {
-	return getOne(c, h.svc.Document, toDocument)
+	return httpcrud.GetOne(c, h.svc.Document, toDocument)
 }
 
 func (h *Handlers) createDocument(c *gin.Context) error {
-	return createOne[documentRequest](c, "/api/Documents", h.svc.CreateDocument, func(d topics.Document) int64 { return d.ID }, toDocument)
+	return httpcrud.CreateOne[documentRequest](c, "/api/Documents", h.svc.CreateDocument, func(d topics.Document) int64 { return d.ID }, toDocument)
 }
 
 func (h *Handlers) updateDocument(c *gin.Context) error {
-	return updateOne[documentRequest](c, h.svc.UpdateDocument)
+	return httpcrud.UpdateOne[documentRequest](c, h.svc.UpdateDocument)
 }
 
 func (h *Handlers) deleteDocument(c *gin.Context) error {
-	return deleteOne(c, h.svc.DeleteDocument)
+	return httpcrud.DeleteOne(c, h.svc.DeleteDocument)
 }

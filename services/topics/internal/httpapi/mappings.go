@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/httpcrud"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -25,7 +26,7 @@ type topicActionRequest struct {
 	IsActive *bool  `json:"isActive"`
 }
 
-func (r topicActionRequest) input() topics.TopicActionInput {
+func (r topicActionRequest) Input() topics.TopicActionInput {
 	return topics.TopicActionInput{TopicID: r.TopicID, ActionID: r.ActionID, Priority: r.Priority, IsActive: r.IsActive}
 }
 
@@ -52,7 +53,7 @@ type bulkTopicActionsResponse struct {
 }
 
 func (h *Handlers) listTopicActions(c *gin.Context) error {
-	return listPage(c, func(q *httpserver.Query) topics.TopicActionFilter {
+	return httpcrud.ListPage(c, func(q *httpserver.Query) topics.TopicActionFilter {
 		return topics.TopicActionFilter{
 			TopicID:   q.ID("topicId"),
 			ActionID:  q.ID("actionId"),
@@ -64,16 +65,16 @@ func (h *Handlers) listTopicActions(c *gin.Context) error {
 }
 
 func (h *Handlers) getTopicAction(c *gin.Context) error {
-	return getOne(c, h.svc.TopicAction, toTopicAction)
+	return httpcrud.GetOne(c, h.svc.TopicAction, toTopicAction)
 }
 
 func (h *Handlers) createTopicAction(c *gin.Context) error {
-	return createOne[topicActionRequest](c, "/api/TopicActions", h.svc.CreateTopicAction, func(m topics.TopicAction) int64 { return m.ID }, toTopicAction)
+	return httpcrud.CreateOne[topicActionRequest](c, "/api/TopicActions", h.svc.CreateTopicAction, func(m topics.TopicAction) int64 { return m.ID }, toTopicAction)
 }
 
 // createTopicActionsBulk accepts {"items": [...]} or a bare array.
 func (h *Handlers) createTopicActionsBulk(c *gin.Context) error {
-	cid, err := customer(c)
+	cid, err := httpcrud.Customer(c)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func decodeBulk(c *gin.Context) ([]topics.TopicActionInput, error) {
 			}
 			continue
 		}
-		out[i] = req.input()
+		out[i] = req.Input()
 	}
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ func fieldError(field, msg string) error {
 }
 
 func (h *Handlers) updateTopicAction(c *gin.Context) error {
-	cid, id, err := customerAndID(c)
+	cid, id, err := httpcrud.CustomerAndID(c)
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func (h *Handlers) updateTopicAction(c *gin.Context) error {
 }
 
 func (h *Handlers) deleteTopicAction(c *gin.Context) error {
-	return deleteOne(c, h.svc.DeleteTopicAction)
+	return httpcrud.DeleteOne(c, h.svc.DeleteTopicAction)
 }
 
 // ---- Topic documents ----
@@ -180,7 +181,7 @@ type topicDocumentRequest struct {
 	RelevanceScore *int64 `json:"relevanceScore"`
 }
 
-func (r topicDocumentRequest) input() topics.TopicDocumentInput {
+func (r topicDocumentRequest) Input() topics.TopicDocumentInput {
 	return topics.TopicDocumentInput{TopicID: r.TopicID, DocumentID: r.DocumentID, RelevanceScore: r.RelevanceScore}
 }
 
@@ -201,7 +202,7 @@ func toTopicDocument(m topics.TopicDocument) topicDocumentResponse {
 }
 
 func (h *Handlers) listTopicDocuments(c *gin.Context) error {
-	return listPage(c, func(q *httpserver.Query) topics.TopicDocumentFilter {
+	return httpcrud.ListPage(c, func(q *httpserver.Query) topics.TopicDocumentFilter {
 		return topics.TopicDocumentFilter{
 			TopicID:    q.ID("topicId"),
 			DocumentID: q.ID("documentId"),
@@ -213,15 +214,15 @@ func (h *Handlers) listTopicDocuments(c *gin.Context) error {
 }
 
 func (h *Handlers) getTopicDocument(c *gin.Context) error {
-	return getOne(c, h.svc.TopicDocument, toTopicDocument)
+	return httpcrud.GetOne(c, h.svc.TopicDocument, toTopicDocument)
 }
 
 func (h *Handlers) createTopicDocument(c *gin.Context) error {
-	return createOne[topicDocumentRequest](c, "/api/TopicDocuments", h.svc.CreateTopicDocument, func(m topics.TopicDocument) int64 { return m.ID }, toTopicDocument)
+	return httpcrud.CreateOne[topicDocumentRequest](c, "/api/TopicDocuments", h.svc.CreateTopicDocument, func(m topics.TopicDocument) int64 { return m.ID }, toTopicDocument)
 }
 
 func (h *Handlers) updateTopicDocument(c *gin.Context) error {
-	cid, id, err := customerAndID(c)
+	cid, id, err := httpcrud.CustomerAndID(c)
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func (h *Handlers) updateTopicDocument(c *gin.Context) error {
 }
 
 func (h *Handlers) deleteTopicDocument(c *gin.Context) error {
-	return deleteOne(c, h.svc.DeleteTopicDocument)
+	return httpcrud.DeleteOne(c, h.svc.DeleteTopicDocument)
 }
 
 // ---- Page topic mappings ----
@@ -248,7 +249,7 @@ type pageMappingRequest struct {
 	MatchType  *string `json:"matchType"`
 }
 
-func (r pageMappingRequest) input() topics.PageMappingInput {
+func (r pageMappingRequest) Input() topics.PageMappingInput {
 	in := topics.PageMappingInput{TopicID: r.TopicID}
 	if r.URLPattern != nil {
 		in.URLPattern = *r.URLPattern
@@ -276,7 +277,7 @@ type lookupResponse struct {
 }
 
 func (h *Handlers) listPageMappings(c *gin.Context) error {
-	return listPage(c, func(q *httpserver.Query) topics.PageMappingFilter {
+	return httpcrud.ListPage(c, func(q *httpserver.Query) topics.PageMappingFilter {
 		f := topics.PageMappingFilter{TopicID: q.ID("topicId")}
 		switch mt := topics.MatchType(strings.ToLower(q.Get("matchType"))); mt {
 		case "", topics.MatchExact, topics.MatchPrefix:
@@ -289,7 +290,7 @@ func (h *Handlers) listPageMappings(c *gin.Context) error {
 }
 
 func (h *Handlers) lookupPage(c *gin.Context) error {
-	cid, err := customer(c)
+	cid, err := httpcrud.Customer(c)
 	if err != nil {
 		return err
 	}
@@ -307,17 +308,17 @@ func (h *Handlers) lookupPage(c *gin.Context) error {
 }
 
 func (h *Handlers) getPageMapping(c *gin.Context) error {
-	return getOne(c, h.svc.PageMapping, toPageMapping)
+	return httpcrud.GetOne(c, h.svc.PageMapping, toPageMapping)
 }
 
 func (h *Handlers) createPageMapping(c *gin.Context) error {
-	return createOne[pageMappingRequest](c, "/api/PageTopicMappings", h.svc.CreatePageMapping, func(m topics.PageMapping) int64 { return m.ID }, toPageMapping)
+	return httpcrud.CreateOne[pageMappingRequest](c, "/api/PageTopicMappings", h.svc.CreatePageMapping, func(m topics.PageMapping) int64 { return m.ID }, toPageMapping)
 }
 
 func (h *Handlers) updatePageMapping(c *gin.Context) error {
-	return updateOne[pageMappingRequest](c, h.svc.UpdatePageMapping)
+	return httpcrud.UpdateOne[pageMappingRequest](c, h.svc.UpdatePageMapping)
 }
 
 func (h *Handlers) deletePageMapping(c *gin.Context) error {
-	return deleteOne(c, h.svc.DeletePageMapping)
+	return httpcrud.DeleteOne(c, h.svc.DeletePageMapping)
 }
