@@ -61,6 +61,9 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 	if err != nil || !sameInstant(exp, s.ExpirationDateTime) || time.Until(exp) < 60*time.Hour || time.Until(exp) > 72*time.Hour {
 		t.Fatalf("stored expiry %v, Graph's %v", f.ProviderSubscriptionExpiration, s.ExpirationDateTime)
 	}
+	if *tb.Folders[0].ProviderSubscriptionExpiration != *f.ProviderSubscriptionExpiration {
+		t.Fatalf("subscribe reported expiry %s, stored %s", *tb.Folders[0].ProviderSubscriptionExpiration, *f.ProviderSubscriptionExpiration)
+	}
 	var got channelBody
 	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d", ch.ChannelID), tn.AgentToken, nil), http.StatusOK, &got)
 	if !got.AutoRetrieveEmails {

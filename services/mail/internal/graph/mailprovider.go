@@ -43,9 +43,12 @@ func NewMailProvider(s Settings, hc *http.Client, now func() time.Time) (mail.Pr
 // the domain's and its errors the domain's classes.
 type mailProvider struct{ c *Client }
 
+// toProvider converts Graph's subscription. Its expiry (100 ns steps) is
+// cut to PostgreSQL's microseconds, never rounded up past Graph's, so the
+// toggles report exactly what is stored.
 func toProvider(s Subscription) mail.ProviderSubscription {
 	return mail.ProviderSubscription{ID: s.ID, Resource: s.Resource, NotificationURL: s.NotificationURL,
-		ClientState: s.ClientState, Expiration: s.ExpirationDateTime}
+		ClientState: s.ClientState, Expiration: s.ExpirationDateTime.Truncate(time.Microsecond)}
 }
 
 // classify maps Graph's answers to the domain's error classes; everything
