@@ -1,6 +1,7 @@
 package contracts
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -55,6 +56,16 @@ type MailImportRequest struct {
 	// mail can be missed by it.
 	NotBefore   time.Time `json:"notBefore"`
 	RequestedAt time.Time `json:"requestedAt"`
+}
+
+// MailImportMessage is the JetStream message of an import request: its
+// subject, its message id (folder, reason, bucket) and its payload, with
+// NotBefore set from RequestedAt. The queue publishes it directly; the
+// mail store writes catch-up requests to its outbox with it.
+func MailImportMessage(r MailImportRequest) (subject, msgID string, data []byte, err error) {
+	r.NotBefore = MailImportNotBefore(r.RequestedAt)
+	data, err = json.Marshal(r)
+	return MailImportSubject(r.FolderID), MailImportMsgID(r.FolderID, r.Reason, r.RequestedAt), data, err
 }
 
 // MailImportNotBefore is the end of the bucket at holds.

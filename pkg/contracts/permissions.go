@@ -57,10 +57,10 @@ var Services = []Service{
 		Streams:   []string{StreamEvents, StreamMailImport},
 	},
 	{
-		// The scheduled subscription job: it queues catch-up imports.
+		// The scheduled subscription job. Its catch-up imports go through
+		// the mail outbox, which mailingest relays.
 		Name:    "renewal",
-		Queues:  []string{MailImportSubjects},
-		Streams: []string{StreamEvents, StreamMailImport},
+		Streams: []string{StreamEvents},
 	},
 	{
 		// End users, tickets and their messages.

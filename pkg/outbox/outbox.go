@@ -58,10 +58,13 @@ type Execer interface {
 }
 
 // Add writes msgs in the caller's transaction and wakes the relays of the
-// schema when it commits.
+// schema when it commits. A message whose id is already waiting in the
+// outbox is the same message (a deterministic id, such as a coalesced
+// import request's) and is not written twice.
 func Add(ctx context.Context, tx Execer, msgs ...Message) error {
 	for _, m := range msgs {
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, subject, data, request_id) VALUES ($1, $2, $3, $4)`,
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, subject, data, request_id) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (event_id) DO NOTHING`,
 			m.ID, m.Subject, m.Data, m.RequestID); err != nil {
 			return fmt.Errorf("outbox: add %s: %w", m.Subject, err)
 		}

@@ -275,3 +275,28 @@ func TestConcurrentRelaysPublishEachRowOnce(t *testing.T) {
 	}
 	e.received(t, rows)
 }
+
+// A message id already waiting is the same message: transactions that add
+// it concurrently all commit, and it is written once.
+func TestSameMessageIDWrittenOnce(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	m := Message{ID: "import.7.catch-up.42", Subject: "mail.import.7", Data: []byte(`{}`)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			errs <- postgres.InTx(ctx, e.db, func(tx pgx.Tx) error { return Add(ctx, tx, m) })
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.pending(t); n != 1 {
+		t.Fatalf("%d rows for one message id", n)
+	}
+}

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	subs := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: store, Provider: provider, Imports: imports,
+	subs := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: store, Provider: provider,
 		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: subMetrics, Now: deps.Now, Log: deps.Log})
 	channels := mail.NewChannelService(store, subs, deps.Log)
 	notifier := mail.NewNotifier(store, imports, deps.Now, deps.Log, deps.Server.Registry, mail.NotifierOptions{})

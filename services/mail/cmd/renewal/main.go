@@ -27,7 +27,6 @@ import (
 	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
-	"supportplatform.dev/services/mail/internal/queue"
 )
 
 // Config of the renewal job.
@@ -97,16 +96,12 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("mail provider: %w", err)
 	}
-	imports, err := queue.New(ctx, deps.Bus)
-	if err != nil {
-		return err
-	}
 	metrics, err := mail.NewSubscriptionMetrics(deps.Server.Registry)
 	if err != nil {
 		return err
 	}
 	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now), Provider: provider,
-		Imports: imports, PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: metrics, Now: deps.Now, Log: deps.Log})
+		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: metrics, Now: deps.Now, Log: deps.Log})
 	renewer := mail.NewRenewer(svc, mail.RenewerOptions{Window: cfg.Window})
 
 	// The renewer starts once the health server listens (Serve closes

@@ -93,7 +93,6 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 	for !stop() {
 		now := s.now()
 		skip.Tenants = s.throttle.tenants(now)
-		var recreated *Folder
 		fctx, cancel := context.WithTimeout(work, r.o.FolderTimeout)
 		claimed, err := s.store.ClaimDue(fctx, now, r.o.Window, skip, func(ctx context.Context, lf LockedFolder) (FolderUpdate, error) {
 			skip.Folders = append(skip.Folders, lf.Folder.ID)
@@ -103,16 +102,11 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 				res.Renewed++
 			case RenewalRecreated:
 				res.Recreated++
-				f := lf.Folder
-				recreated = &f
 			case RenewalFailed:
 				res.RenewFailed++
 			}
 			return upd, nil
 		})
-		if err == nil && recreated != nil {
-			s.catchUp(fctx, *recreated, now)
-		}
 		cancel()
 		if err != nil {
 			return res, err
@@ -216,5 +210,5 @@ func (s *SubscriptionService) renew(ctx context.Context, lf LockedFolder, now ti
 	}
 	s.metrics.create(true)
 	s.metrics.renewal(RenewalRecreated)
-	return FolderUpdate{Save: &sub}, RenewalRecreated
+	return FolderUpdate{Save: &sub, CatchUpAt: &now}, RenewalRecreated
 }

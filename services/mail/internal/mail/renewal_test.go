@@ -328,7 +328,7 @@ func TestRunStopsAfterTheFolderInHand(t *testing.T) {
 	release := make(chan struct{})
 	e.prov.latency = 0
 	hook := &blockingProvider{fakeProvider: e.prov, entered: entered, release: release}
-	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: e.store, Provider: hook, Imports: e.imports,
+	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: e.store, Provider: hook,
 		PublicBaseURL: baseURL, Now: e.clock.Now})
 	done := make(chan struct{})
 	go func() {

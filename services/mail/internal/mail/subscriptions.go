@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"supportplatform.dev/pkg/contracts"
 )
 
 // ProviderSubscription is a change-notification subscription as the mail
@@ -123,6 +121,10 @@ type FolderUpdate struct {
 	Save *ProviderSubscription
 	// RetryAt marks the folder due again at that time.
 	RetryAt *time.Time
+	// CatchUpAt queues a catch-up import of the folder requested at that
+	// time, in the same transaction (through the outbox, so NATS being down
+	// loses nothing): a new subscription misses what came before it.
+	CatchUpAt *time.Time
 }
 
 // LockedFunc works on a folder while its row is locked.
@@ -190,7 +192,6 @@ type SubscriptionStore interface {
 type SubscriptionOptions struct {
 	Store    SubscriptionStore
 	Provider Provider
-	Imports  ImportQueue
 	// PublicBaseURL is the backend's public address; notifications go to
 	// it followed by NotificationPath.
 	PublicBaseURL string
@@ -211,7 +212,6 @@ type SubscriptionOptions struct {
 type SubscriptionService struct {
 	store     SubscriptionStore
 	provider  Provider
-	imports   ImportQueue
 	notifyURL string
 	lifetime  time.Duration
 	retry     time.Duration
@@ -235,7 +235,7 @@ func NewSubscriptionService(o SubscriptionOptions) *SubscriptionService {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &SubscriptionService{store: o.Store, provider: o.Provider, imports: o.Imports,
+	return &SubscriptionService{store: o.Store, provider: o.Provider,
 		notifyURL: strings.TrimRight(o.PublicBaseURL, "/") + NotificationPath, lifetime: o.Lifetime,
 		retry: o.RetryDelay, metrics: o.Metrics, now: o.Now, log: o.Log, throttle: newThrottle()}
 }
@@ -362,16 +362,6 @@ func (s *SubscriptionService) create(ctx context.Context, t Target, clientState 
 	return s.provider.Create(ctx, tenant, req)
 }
 
-// catchUp queues an import of what came before the subscription existed.
-// A failure is logged: the next notification imports the same mail.
-func (s *SubscriptionService) catchUp(ctx context.Context, f Folder, now time.Time) {
-	err := s.imports.Import(ctx, contracts.MailImportRequest{CustomerID: f.CustomerID, ChannelID: f.ChannelID,
-		FolderID: f.ID, Reason: contracts.ImportCatchUp, RequestedAt: now})
-	if err != nil {
-		s.log.WarnContext(ctx, "catch-up import not queued", "folderID", f.ID, "error", err.Error())
-	}
-}
-
 func activeOutcome(f Folder, outcome string) FolderOutcome {
 	return FolderOutcome{FolderID: f.ID, ExternalFolderID: f.ExternalFolderID, AutoRetrieveEmails: f.AutoRetrieveEmails,
 		Outcome: outcome, SubscriptionID: f.SubscriptionID, SubscriptionExpiration: f.SubscriptionExpiration}
@@ -396,7 +386,6 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 		return FolderOutcome{}, err
 	}
 	var out FolderOutcome
-	var created *Folder
 	err = s.store.WithFolderLock(ctx, customerID, folderID, func(ctx context.Context, lf LockedFolder) (FolderUpdate, error) {
 		f, now := lf.Folder, s.now()
 		switch {
@@ -433,14 +422,11 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 		}
 		s.metrics.create(true)
 		f.SubscriptionID, f.SubscriptionExpiration = sub.ID, ptr(sub.Expiration.UTC())
-		out, created = activeOutcome(f, OutcomeSubscribed), &f
-		return FolderUpdate{Save: &sub}, nil
+		out = activeOutcome(f, OutcomeSubscribed)
+		return FolderUpdate{Save: &sub, CatchUpAt: &now}, nil
 	})
 	if err != nil {
 		return FolderOutcome{}, err
-	}
-	if created != nil {
-		s.catchUp(ctx, *created, s.now())
 	}
 	return out, nil
 }

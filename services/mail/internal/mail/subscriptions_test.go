@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -172,24 +174,23 @@ func (p *fakeProvider) live() int {
 	return len(p.subs)
 }
 
-type fakeImports struct {
-	mu   sync.Mutex
-	reqs []contracts.MailImportRequest
-}
-
-func (q *fakeImports) Import(ctx context.Context, r contracts.MailImportRequest) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.reqs = append(q.reqs, r)
-	return nil
-}
+// fakeImports reads the catch-up imports the store queued through the
+// outbox (the relay is not running in these tests).
+type fakeImports struct{ pool *pgxpool.Pool }
 
 func (q *fakeImports) catchUps(folderID int64) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	rows, err := q.pool.Query(context.Background(), `SELECT data FROM outbox WHERE subject = $1`, contracts.MailImportSubject(folderID))
+	if err != nil {
+		panic(err)
+	}
+	datas, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		panic(err)
+	}
 	n := 0
-	for _, r := range q.reqs {
-		if r.FolderID == folderID && r.Reason == contracts.ImportCatchUp {
+	for _, d := range datas {
+		var r contracts.MailImportRequest
+		if json.Unmarshal(d, &r) == nil && r.FolderID == folderID && r.Reason == contracts.ImportCatchUp {
 			n++
 		}
 	}
@@ -219,7 +220,8 @@ func openPool(t *testing.T, url string) *pgxpool.Pool {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{pool: openPool(t, pgtest.NewDatabase(t)), clock: clocktest.New(t0), imports: &fakeImports{}, reg: prometheus.NewRegistry()}
+	e := &env{pool: openPool(t, pgtest.NewDatabase(t)), clock: clocktest.New(t0), reg: prometheus.NewRegistry()}
+	e.imports = &fakeImports{pool: e.pool}
 	e.store = postgres.New(e.pool, e.clock.Now)
 	e.prov = newFakeProvider(e.clock.Now)
 	e.svc = e.service(t, e.pool)
@@ -238,7 +240,7 @@ func (e *env) service(t *testing.T, pool *pgxpool.Pool) *mail.SubscriptionServic
 		t.Fatal(err)
 	}
 	return mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(pool, e.clock.Now), Provider: e.prov,
-		Imports: e.imports, PublicBaseURL: baseURL, Lifetime: 70 * time.Hour, Metrics: m, Now: e.clock.Now,
+		PublicBaseURL: baseURL, Lifetime: 70 * time.Hour, Metrics: m, Now: e.clock.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 

@@ -9,7 +9,9 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/requestid"
 	"supportplatform.dev/services/mail/internal/mail"
 )
 
@@ -119,7 +121,7 @@ func (s *Store) WithFolderLock(ctx context.Context, customerID, folderID int64, 
 		if err != nil {
 			return err
 		}
-		return applyUpdate(ctx, tx, lf.Folder.ID, upd)
+		return applyUpdate(ctx, tx, lf.Folder, upd)
 	})
 	return postgres.Error(err, "folder")
 }
@@ -150,7 +152,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, window time.Duratio
 		if err != nil {
 			return err
 		}
-		return applyUpdate(ctx, tx, lf.Folder.ID, upd)
+		return applyUpdate(ctx, tx, lf.Folder, upd)
 	})
 	return claimed, postgres.Error(err, "folder")
 }
@@ -163,7 +165,8 @@ func nonNil[T any](s []T) []T {
 }
 
 // applyUpdate writes a locked folder's update.
-func applyUpdate(ctx context.Context, tx pgx.Tx, folderID int64, u mail.FolderUpdate) error {
+func applyUpdate(ctx context.Context, tx pgx.Tx, f mail.Folder, u mail.FolderUpdate) error {
+	folderID := f.ID
 	if u.Retire {
 		if err := retire(ctx, tx, `f.folder_id = $1`, folderID); err != nil {
 			return err
@@ -186,6 +189,14 @@ func applyUpdate(ctx context.Context, tx pgx.Tx, folderID int64, u mail.FolderUp
 			folderID, u.RetryAt.UTC()); err != nil {
 			return err
 		}
+	}
+	if u.CatchUpAt != nil {
+		subject, msgID, data, err := contracts.MailImportMessage(contracts.MailImportRequest{CustomerID: f.CustomerID,
+			ChannelID: f.ChannelID, FolderID: f.ID, Reason: contracts.ImportCatchUp, RequestedAt: u.CatchUpAt.UTC()})
+		if err != nil {
+			return err
+		}
+		return outbox.Add(ctx, tx, outbox.Message{ID: msgID, Subject: subject, Data: data, RequestID: requestid.From(ctx)})
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,10 +35,9 @@ func New(ctx context.Context, bus *natsbus.Bus) (*Queue, error) {
 // stored it (or dropped it as a repeat of the same folder, reason and
 // bucket). It is durable when it returns nil.
 func (q *Queue) Import(ctx context.Context, r contracts.MailImportRequest) error {
-	r.NotBefore = contracts.MailImportNotBefore(r.RequestedAt)
-	data, err := json.Marshal(r)
+	subject, msgID, data, err := contracts.MailImportMessage(r)
 	if err != nil {
 		return err
 	}
-	return q.bus.PublishRaw(ctx, contracts.MailImportSubject(r.FolderID), contracts.MailImportMsgID(r.FolderID, r.Reason, r.RequestedAt), data)
+	return q.bus.PublishRaw(ctx, subject, msgID, data)
 }
