@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
@@ -65,4 +66,22 @@ type List[T any] struct {
 	Items      []T `json:"items"`
 	TotalCount int `json:"totalCount"`
 	TotalPages int `json:"totalPages"`
+}
+
+// Parallel sends n copies of a request at once and counts the statuses
+// (the limits, uniqueness and exactly-once rules are tested under races).
+func Parallel(n int, send func() *Response) map[int]int {
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			r := send()
+			mu.Lock()
+			counts[r.Status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return counts
 }
