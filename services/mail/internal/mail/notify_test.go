@@ -738,3 +738,56 @@ func TestNotifyContextEnded(t *testing.T) {
 		t.Fatalf("error = %v, want unavailable", err)
 	}
 }
+
+// The per-subscription limit, the single lookup of an unknown id and the
+// lookup budget hold when the notifications arrive in parallel requests.
+func TestNotifyLimitsUnderParallelRequests(t *testing.T) {
+	parallel := func(n int, fn func(i int) mail.NotifyResult) (total mail.NotifyResult) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				r := fn(i)
+				mu.Lock()
+				total.Queued += r.Queued
+				total.Dropped += r.Dropped
+				total.Parked += r.Parked
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return total
+	}
+	notify := func(t *testing.T, n *mail.Notifier, items ...mail.Notification) mail.NotifyResult {
+		res, err := n.Notify(context.Background(), items)
+		if err != nil {
+			t.Error(err)
+		}
+		return res
+	}
+	t.Run("rate limit per subscription", func(t *testing.T) {
+		e := newNotifyEnv(t)
+		n := e.notifier(t, &fakeQueue{}, mail.NotifierOptions{SubscriptionRate: 1, SubscriptionBurst: 5})
+		e.folder(t, 1, "a@contoso.com", "inbox", true, true, "sub-a", "secret")
+		res := parallel(20, func(int) mail.NotifyResult { return notify(t, n, note("sub-a", "secret")) })
+		if res.Queued != 5 || res.Dropped != 15 {
+			t.Fatalf("%+v, want 5 queued and 15 dropped", res)
+		}
+	})
+	t.Run("an unknown id is looked up once", func(t *testing.T) {
+		e := newNotifyEnv(t)
+		n := e.notifier(t, &fakeQueue{}, mail.NotifierOptions{})
+		res := parallel(50, func(int) mail.NotifyResult { return notify(t, n, note("not-stored-yet", "secret")) })
+		if got := e.store.bySubscription.Load(); got != 1 || res.Parked != 50 {
+			t.Fatalf("%d lookups, %+v; want 1 lookup and 50 parked", got, res)
+		}
+	})
+	t.Run("forged ids stay within the lookup budget", func(t *testing.T) {
+		e := newNotifyEnv(t)
+		n := e.notifier(t, &fakeQueue{}, mail.NotifierOptions{UnknownLookupRate: 1, UnknownLookupBurst: 20, ParkSize: 100})
+		parallel(200, func(int) mail.NotifyResult { return notify(t, n, note(randid.Hex(16), randid.Hex(8))) })
+		if got := e.store.bySubscription.Load(); got > 20 {
+			t.Fatalf("%d lookups for 200 forged ids, want at most the burst of 20", got)
+		}
+	})
+}
