@@ -1,9 +1,7 @@
 package e2email
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -11,77 +9,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
+	"supportplatform.dev/gateway/e2e"
 	"supportplatform.dev/pkg/contracts"
 )
 
-// What the tests look at behind the API: the mail schema (as the database
-// administrator) and the MAIL_IMPORT stream (as the NATS harness user).
-var (
-	adminDB *pgxpool.Pool
-	js      jetstream.JetStream
-	names   contracts.Names
-)
-
-func openBackends(ctx context.Context) (func(), error) {
-	var err error
-	if adminDB, err = pgxpool.New(ctx, stk.DatabaseURL); err != nil {
-		return nil, err
-	}
-	nc, err := nats.Connect(stk.NATSURL, nats.CustomInboxPrefix(contracts.InboxPrefix(contracts.HarnessUser)))
-	if err != nil {
-		adminDB.Close()
-		return nil, err
-	}
-	if js, err = jetstream.New(nc); err != nil {
-		nc.Close()
-		adminDB.Close()
-		return nil, err
-	}
-	names = contracts.Names{Prefix: stk.NATSPrefix}
-	return func() { nc.Close(); adminDB.Close() }, nil
-}
+// backends are the stack's database (as its administrator) and JetStream
+// (as the NATS harness user).
+var backends *e2e.Backends
 
 // exec runs SQL on the mail schema as the administrator (to put a folder
 // in a state the API cannot, such as an expiry within the hour).
-func exec(t *testing.T, sql string, args ...any) {
-	t.Helper()
-	if _, err := adminDB.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
+func exec(t *testing.T, sql string, args ...any) { t.Helper(); backends.Exec(t, sql, args...) }
 
 // imports returns the import requests queued for a folder, oldest first.
 func imports(t *testing.T, folderID int64) []contracts.MailImportRequest {
 	t.Helper()
-	ctx := t.Context()
-	st, err := js.Stream(ctx, names.Stream(contracts.StreamMailImport))
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	subject := names.Subject(contracts.MailImportSubject(folderID))
 	var out []contracts.MailImportRequest
-	for seq := uint64(1); ; {
-		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("get import after %d: %v", seq, err)
-		}
+	for _, data := range backends.Messages(t, contracts.StreamMailImport, contracts.MailImportSubject(folderID)) {
 		var r contracts.MailImportRequest
-		if err := json.Unmarshal(m.Data, &r); err != nil {
+		if err := json.Unmarshal(data, &r); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
-		seq = m.Sequence + 1
 	}
+	return out
 }
 
 // eventually polls cond every 50 ms for up to d.
@@ -137,9 +88,3 @@ func metric(t *testing.T, service, name string, labels ...string) float64 {
 
 // interrupt stops a child process the way the supervisor does.
 var interrupt = os.Interrupt
-
-// jetstreamSubject is the GetMsg option that finds the next message on a
-// subject.
-func jetstreamSubject(subject string) jetstream.GetMsgOpt {
-	return jetstream.WithGetMsgSubject(subject)
-}

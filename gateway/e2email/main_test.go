@@ -80,12 +80,11 @@ func run(m *testing.M) int {
 		fmt.Fprint(os.Stderr, stackLog.String())
 		return fail("start stack: %v", err)
 	}
-	closeBackends, err := openBackends(ctx)
-	if err != nil {
+	if backends, err = e2e.OpenBackends(ctx, stk); err != nil {
 		_ = stk.Stop()
 		return fail("backends: %v", err)
 	}
-	defer closeBackends()
+	defer backends.Close()
 
 	code := m.Run()
 	if code != 0 {

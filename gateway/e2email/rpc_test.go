@@ -22,7 +22,7 @@ func askChannel(t *testing.T, customerID, channelID int64) contracts.ChannelRepl
 	}
 	defer nc.Close()
 	data, _ := json.Marshal(contracts.ChannelRequest{CustomerID: customerID, ChannelID: channelID})
-	msg, err := nc.Request(names.Subject(contracts.RPCChannel), data, 5*time.Second)
+	msg, err := nc.Request(backends.Names.Subject(contracts.RPCChannel), data, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,22 +58,13 @@ func TestChannelLookupAndEvents(t *testing.T) {
 
 	// channel.created then channel.deleted, for this customer, through the
 	// outbox relay.
-	st, err := js.Stream(t.Context(), names.Stream(contracts.StreamEvents))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var seen []string
 	eventually(t, 10*time.Second, "both channel events", func() bool {
 		seen = nil
 		for _, typ := range []string{contracts.EventChannelCreated, contracts.EventChannelDeleted} {
-			for seq := uint64(1); ; {
-				m, err := st.GetMsg(t.Context(), seq, jetstreamSubject(names.Subject(contracts.EventSubject(typ))))
-				if err != nil {
-					break
-				}
-				seq = m.Sequence + 1
+			for _, data := range backends.Messages(t, contracts.StreamEvents, contracts.EventSubject(typ)) {
 				var ev contracts.Event[contracts.ChannelChanged]
-				if json.Unmarshal(m.Data, &ev) == nil && ev.CustomerID == tn.CustomerID && ev.Data.ChannelID == ch.ChannelID {
+				if json.Unmarshal(data, &ev) == nil && ev.CustomerID == tn.CustomerID && ev.Data.ChannelID == ch.ChannelID {
 					seen = append(seen, ev.Type)
 				}
 			}

@@ -203,7 +203,7 @@ func TestRenewalWithinTheHour(t *testing.T) {
 		}
 		s, _ := fakeSubscription(id)
 		var stored time.Time
-		if err := adminDB.QueryRow(t.Context(), `SELECT provider_subscription_expiration FROM mail.channel_folders WHERE provider_subscription_id = $1`, id).Scan(&stored); err != nil {
+		if err := backends.DB.QueryRow(t.Context(), `SELECT provider_subscription_expiration FROM mail.channel_folders WHERE provider_subscription_id = $1`, id).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
 		if !sameInstant(stored, s.ExpirationDateTime) || time.Until(stored) < 60*time.Hour {
@@ -232,7 +232,7 @@ func TestRenewalRecreatesDeletedSubscription(t *testing.T) {
 	exec(t, `UPDATE mail.channel_folders SET provider_subscription_expiration = now() + interval '10 minutes' WHERE folder_id = $1`, f.FolderID)
 	var now string
 	eventually(t, 15*time.Second, "a new subscription stored", func() bool {
-		if err := adminDB.QueryRow(t.Context(), `SELECT coalesce(provider_subscription_id, '') FROM mail.channel_folders WHERE folder_id = $1`, f.FolderID).Scan(&now); err != nil {
+		if err := backends.DB.QueryRow(t.Context(), `SELECT coalesce(provider_subscription_id, '') FROM mail.channel_folders WHERE folder_id = $1`, f.FolderID).Scan(&now); err != nil {
 			t.Fatal(err)
 		}
 		return now != "" && now != old
@@ -278,7 +278,7 @@ func TestLifecycleNotifications(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "made again after subscriptionRemoved", func() bool {
 		var now string
-		_ = adminDB.QueryRow(t.Context(), `SELECT coalesce(provider_subscription_id, '') FROM mail.channel_folders WHERE folder_id = $1`, f.FolderID).Scan(&now)
+		_ = backends.DB.QueryRow(t.Context(), `SELECT coalesce(provider_subscription_id, '') FROM mail.channel_folders WHERE folder_id = $1`, f.FolderID).Scan(&now)
 		_, ok := fakeSubscription(now)
 		return now != "" && now != id && ok
 	})

@@ -387,7 +387,7 @@ func mustService(t *testing.T, name string) stack.Service {
 func clientState(t *testing.T, folderID int64) string {
 	t.Helper()
 	var state string
-	if err := adminDB.QueryRow(t.Context(), `SELECT client_state FROM mail.channel_folders WHERE folder_id = $1`, folderID).Scan(&state); err != nil {
+	if err := backends.DB.QueryRow(t.Context(), `SELECT client_state FROM mail.channel_folders WHERE folder_id = $1`, folderID).Scan(&state); err != nil {
 		t.Fatal(err)
 	}
 	return state

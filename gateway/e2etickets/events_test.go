@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"supportplatform.dev/pkg/contracts"
 )
 
@@ -25,24 +23,15 @@ func TestEndUserEvents(t *testing.T) {
 	wantStatus(t, c.Do(http.MethodPut, path, tn.AgentToken, map[string]any{"name": "Evented again"}), http.StatusNoContent, nil)
 	wantStatus(t, c.Do(http.MethodDelete, path, tn.AgentToken, nil), http.StatusNoContent, nil)
 
-	st, err := js.Stream(t.Context(), names.Stream(contracts.StreamEvents))
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []string{contracts.EventEndUserCreated, contracts.EventEndUserUpdated, contracts.EventEndUserDeleted}
 	var seen []contracts.Event[contracts.EndUserChanged]
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		seen = nil
 		for _, typ := range want {
-			for seq := uint64(1); ; {
-				m, err := st.GetMsg(t.Context(), seq, jetstream.WithGetMsgSubject(names.Subject(contracts.EventSubject(typ))))
-				if err != nil {
-					break
-				}
-				seq = m.Sequence + 1
+			for _, data := range backends.Messages(t, contracts.StreamEvents, contracts.EventSubject(typ)) {
 				var ev contracts.Event[contracts.EndUserChanged]
-				if json.Unmarshal(m.Data, &ev) == nil && ev.CustomerID == tn.CustomerID && ev.Data.EndUserID == u.EndUserID {
+				if json.Unmarshal(data, &ev) == nil && ev.CustomerID == tn.CustomerID && ev.Data.EndUserID == u.EndUserID {
 					seen = append(seen, ev)
 				}
 			}

@@ -86,11 +86,6 @@ func listEndUsers(t *testing.T, token, query string) listBody[endUserBody] {
 }
 
 // exec runs SQL as the database administrator.
-func exec(t *testing.T, sql string, args ...any) {
-	t.Helper()
-	if _, err := adminDB.Exec(t.Context(), sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
+func exec(t *testing.T, sql string, args ...any) { t.Helper(); backends.Exec(t, sql, args...) }
 
 func str(s string) *string { return &s }

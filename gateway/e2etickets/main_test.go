@@ -13,14 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/gateway/e2e"
 	"supportplatform.dev/pkg/apicontract"
-	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -29,12 +24,10 @@ var (
 	binDir   string
 	stk      *stack.Stack
 	api      *apicontract.Contract
-	// adminDB is the stack's database as its administrator, for what the
-	// API cannot do yet (tickets rows).
-	adminDB *pgxpool.Pool
-	// js and names read the EVENTS stream as the NATS harness user.
-	js    jetstream.JetStream
-	names contracts.Names
+	// backends are the stack's database as its administrator (for what the
+	// API cannot do yet: tickets rows) and its JetStream as the NATS
+	// harness user (the EVENTS stream).
+	backends *e2e.Backends
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -70,22 +63,11 @@ func run(m *testing.M) int {
 		fmt.Fprint(os.Stderr, stackLog.String())
 		return fail("start stack: %v", err)
 	}
-	if adminDB, err = pgxpool.New(ctx, stk.DatabaseURL); err != nil {
+	if backends, err = e2e.OpenBackends(ctx, stk); err != nil {
 		_ = stk.Stop()
-		return fail("database: %v", err)
+		return fail("backends: %v", err)
 	}
-	defer adminDB.Close()
-	nc, err := nats.Connect(stk.NATSURL, nats.CustomInboxPrefix(contracts.InboxPrefix(contracts.HarnessUser)))
-	if err != nil {
-		_ = stk.Stop()
-		return fail("nats: %v", err)
-	}
-	defer nc.Close()
-	if js, err = jetstream.New(nc); err != nil {
-		_ = stk.Stop()
-		return fail("jetstream: %v", err)
-	}
-	names = contracts.Names{Prefix: stk.NATSPrefix}
+	defer backends.Close()
 
 	code := m.Run()
 	if code != 0 {
