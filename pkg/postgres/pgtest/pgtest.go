@@ -6,11 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"supportplatform.dev/pkg/postgres"
 )
 
 // AdminURL is where databases are created: TEST_DATABASE_URL or the local
@@ -35,6 +39,19 @@ func NewDatabase(t testing.TB) string {
 		}
 	})
 	return u
+}
+
+// NewSchema is a fresh database with schema migrated (pkg/postgres.Open):
+// the pool a store test works on, closed when the test ends.
+func NewSchema(t testing.TB, schema string, migrations fs.FS) *pgxpool.Pool {
+	t.Helper()
+	pool, err := postgres.Open(context.Background(), postgres.Options{URL: NewDatabase(t), Schema: schema, Migrations: migrations},
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // CreateDatabase makes prefix_<random> and returns its URL.

@@ -21,7 +21,6 @@ import (
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/ratelimit"
@@ -51,11 +50,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	db := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	rdb, err := redisconn.Open(ctx, "redis://127.0.0.1:6379/0")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/ratelimit"
@@ -41,11 +40,7 @@ func setup(t *testing.T) env {
 	url := natstest.Start(t)
 	names := contracts.Names{Prefix: "rpctest"}
 
-	pool, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	rdb, err := redisconn.Open(ctx, "redis://127.0.0.1:6379/0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
@@ -21,13 +18,7 @@ var clock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	return postgres.New(pool, func() time.Time { return clock }), pool
 }
 

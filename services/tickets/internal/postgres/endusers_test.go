@@ -3,8 +3,6 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
@@ -29,13 +26,7 @@ var clock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	return postgres.New(pool, func() time.Time { return clock }), pool
 }
 

@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/paging"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/topics/internal/postgres"
 	"supportplatform.dev/services/topics/internal/topics"
@@ -33,13 +30,7 @@ func newStore(t *testing.T) *postgres.Store {
 
 func newStoreAndPool(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	return postgres.New(pool, func() time.Time { return clock }), pool
 }
 

@@ -16,7 +16,6 @@ import (
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/outbox"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/topics/internal/postgres"
 	"supportplatform.dev/services/topics/internal/rpc"
@@ -45,11 +44,7 @@ func setup(t *testing.T) env {
 	if err := server.EnsureEventsStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgpkg.Open(ctx, pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	store := postgres.New(pool, time.Now)
 	svc := &topics.Service{
 		TopicService:         topics.NewTopicService(store),
