@@ -200,7 +200,7 @@ func TestEndUserWithTicketsCannotBeDeleted(t *testing.T) {
 	tn := newTenant(t)
 	c := client(t)
 	u := createEndUser(t, tn.AgentToken, map[string]any{"name": "Has a ticket", "email": "ticket@example.com"})
-	exec(t, `INSERT INTO tickets.tickets (customer_id, end_user_id, subject) VALUES ($1, $2, 'Help')`, tn.CustomerID, u.EndUserID)
+	exec(t, `INSERT INTO tickets.tickets (customer_id, channel_id, end_user_id, subject, status, ticket_token) VALUES ($1, 1, $2, 'Help', 'Open', md5(random()::text))`, tn.CustomerID, u.EndUserID)
 	path := fmt.Sprintf("/api/EndUsers/%d", u.EndUserID)
 	wantProblem(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusConflict, "")
 	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, nil)

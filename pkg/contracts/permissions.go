@@ -64,9 +64,16 @@ var Services = []Service{
 	},
 	{
 		// End users, tickets and their messages.
-		Name:      "tickets",
-		Publishes: []string{EventEndUserCreated, EventEndUserUpdated, EventEndUserDeleted},
-		Streams:   []string{StreamEvents},
+		Name:  "tickets",
+		Calls: []string{RPCChannel, RPCTopicNames, RPCTopicActions, RPCAccounts},
+		Publishes: []string{EventEndUserCreated, EventEndUserUpdated, EventEndUserDeleted,
+			EventTicketCreated, EventTicketUpdated, EventTicketDeleted,
+			EventMessageCreated, EventMessageUpdated, EventMessageDeleted,
+			EventTopicsAssigned, EventTopicDetectionRequested, EventTopicActionTriggered,
+			EventMessageEscalated, EventReplySent, EventMessageVoted},
+		Streams: []string{StreamEvents},
+		// Topic names follow topic.updated and topic.deleted.
+		Consumes: []string{StreamEvents},
 	},
 }
 

@@ -18,3 +18,114 @@ type EndUserChanged struct {
 	Email     string `json:"email,omitempty"`
 	Language  string `json:"language,omitempty"`
 }
+
+// Ticket and message events. Each carries the customer in the envelope.
+const (
+	EventTicketCreated = "ticket.created"
+	EventTicketUpdated = "ticket.updated"
+	EventTicketDeleted = "ticket.deleted"
+
+	EventMessageCreated = "ticket.message.created"
+	EventMessageUpdated = "ticket.message.updated"
+	EventMessageDeleted = "ticket.message.deleted"
+	// EventTopicsAssigned follows every change of a message's topics
+	// (PUT .../topics or the assistant's detection).
+	EventTopicsAssigned = "ticket.message.topics-assigned"
+	// EventTopicDetectionRequested asks the assistant to detect a message's
+	// topics (POST .../detect-topics).
+	EventTopicDetectionRequested = "ticket.message.topic-detection.requested"
+	// EventTopicActionTriggered is the automation of TopicAction: one per
+	// active action mapped to a topic just assigned to a message, in
+	// priority order.
+	EventTopicActionTriggered = "topic.action.triggered"
+	EventMessageEscalated     = "message.escalated"
+	// EventReplySent: an agent's reply (prepared by the AI or modified) was
+	// added to the ticket; the mail context delivers it to the end user.
+	EventReplySent = "message.reply.sent"
+	// EventMessageVoted: the end user liked or disliked a message.
+	EventMessageVoted = "message.voted"
+)
+
+// TicketChanged is the data of ticket.created, .updated and .deleted: the
+// ticket as the change left it (as it was, for ticket.deleted).
+type TicketChanged struct {
+	TicketID       int64  `json:"ticketID"`
+	ChannelID      int64  `json:"channelID"`
+	EndUserID      int64  `json:"endUserID"`
+	CustomerRepID  *int64 `json:"customerRepID"`
+	Subject        string `json:"subject"`
+	Status         string `json:"status"`
+	PreviousStatus string `json:"previousStatus,omitempty"`
+	IsClosed       bool   `json:"isClosed"`
+}
+
+// MessageChanged is the data of the ticket.message.* events. The text is
+// not in the event (it may be long): consumers in the tickets context read
+// it from the store, others through the API.
+type MessageChanged struct {
+	MessageID  int64  `json:"messageID"`
+	TicketID   int64  `json:"ticketID"`
+	ChannelID  int64  `json:"channelID"`
+	EndUserID  int64  `json:"endUserID"`
+	SenderType string `json:"senderType"`
+	// Language is the detected language of the text (ISO 639-1), "" when
+	// none was recognised.
+	Language string `json:"language,omitempty"`
+}
+
+// TopicsAssigned is the data of ticket.message.topics-assigned.
+type TopicsAssigned struct {
+	MessageID int64   `json:"messageID"`
+	TicketID  int64   `json:"ticketID"`
+	TopicIDs  []int64 `json:"topicIDs"`
+	// Source is "manual" (the API) or "auto" (the assistant).
+	Source string `json:"source"`
+}
+
+// TopicDetectionRequested is the data of
+// ticket.message.topic-detection.requested.
+type TopicDetectionRequested struct {
+	MessageID int64 `json:"messageID"`
+	TicketID  int64 `json:"ticketID"`
+}
+
+// TopicActionTriggered is the data of topic.action.triggered.
+type TopicActionTriggered struct {
+	MessageID     int64  `json:"messageID"`
+	TicketID      int64  `json:"ticketID"`
+	TopicID       int64  `json:"topicID"`
+	TopicActionID int64  `json:"topicActionID"`
+	ActionID      int64  `json:"actionID"`
+	Name          string `json:"name"`
+	HookName      string `json:"hookName"`
+	Priority      int    `json:"priority"`
+}
+
+// MessageEscalated is the data of message.escalated.
+type MessageEscalated struct {
+	MessageID       int64  `json:"messageID"`
+	TicketID        int64  `json:"ticketID"`
+	FeedbackComment string `json:"feedbackComment"`
+	Email           string `json:"email"`
+}
+
+// ReplySent is the data of message.reply.sent: the new agent message and
+// the message it answers.
+type ReplySent struct {
+	MessageID   int64  `json:"messageID"`
+	InReplyToID int64  `json:"inReplyToID"`
+	TicketID    int64  `json:"ticketID"`
+	ChannelID   int64  `json:"channelID"`
+	EndUserID   int64  `json:"endUserID"`
+	Text        string `json:"text"`
+	// Modified is true when the agent sent their own text instead of the
+	// prepared reply.
+	Modified bool `json:"modified"`
+}
+
+// MessageVoted is the data of message.voted.
+type MessageVoted struct {
+	MessageID int64  `json:"messageID"`
+	TicketID  int64  `json:"ticketID"`
+	Vote      string `json:"vote"` // like or dislike
+}

@@ -21,7 +21,8 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "tickets", run, "tickets",
-		[]string{"end_users", "outbox", "schema_migrations", "tickets"},
+		[]string{"attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
+			"schema_migrations", "ticket_messages", "tickets", "topic_names"},
 		map[string]string{"SHUTDOWN_GRACE": "soon"},
 		map[string]string{"REQUEST_TIMEOUT": "a minute"})
 }

@@ -160,11 +160,11 @@ func TestDeleteEndUserWithTickets(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := context.Background()
 	u := create(t, s, tenantA, "Has tickets", "t@example.com")
-	if _, err := pool.Exec(ctx, `INSERT INTO tickets (customer_id, end_user_id, subject) VALUES ($1, $2, 'Help')`, tenantA, u.ID); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO tickets (customer_id, channel_id, end_user_id, subject, status, ticket_token) VALUES ($1, 1, $2, 'Help', 'Open', 'tok-help')`, tenantA, u.ID); err != nil {
 		t.Fatal(err)
 	}
 	// A ticket cannot point at another customer's end user.
-	if _, err := pool.Exec(ctx, `INSERT INTO tickets (customer_id, end_user_id, subject) VALUES ($1, $2, 'x')`, tenantB, u.ID); err == nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO tickets (customer_id, channel_id, end_user_id, subject, status, ticket_token) VALUES ($1, 1, $2, 'x', 'Open', 'tok-x')`, tenantB, u.ID); err == nil {
 		t.Fatal("ticket of customer B refers to A's end user")
 	}
 	_, err := s.DeleteEndUser(ctx, tenantA, u.ID)

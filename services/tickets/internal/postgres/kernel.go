@@ -1,0 +1,195 @@
+package postgres
+
+// The statements every ticket and message change is built from: insert a
+// ticket, lock it, insert a message into it (with the state change an
+// end-user message makes), and the events of both, always in the caller's
+// transaction.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/outbox"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+// MaxIndexedChars is how much of a text full-text search indexes.
+const MaxIndexedChars = 100_000
+
+// searchVector is the SQL of a text's tsvector: stemmed in the text's
+// configuration ($cfg) and exact words ('simple'). cfg and text are
+// placeholders such as "$3".
+func searchVector(cfg, text string) string {
+	return `(to_tsvector(` + cfg + `::regconfig, left(` + text + `, 100000)) || to_tsvector('simple', left(` + text + `, 100000)))`
+}
+
+// ticketCols select a ticket aliased t, with the sorted names of the topics
+// on its messages.
+const ticketCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.customer_rep_id, t.subject, t.status,
+	t.custom_fields, t.ticket_token, t.created_at, t.updated_at,
+	coalesce((SELECT array_agg(DISTINCT n.name ORDER BY n.name) FROM ticket_messages m
+		JOIN message_topics mt ON mt.message_id = m.message_id
+		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
+		WHERE m.ticket_id = t.ticket_id), '{}')`
+
+func scanTicket(row pgx.Row) (tickets.Ticket, error) {
+	var t tickets.Ticket
+	var status string
+	var fields []byte
+	err := row.Scan(&t.ID, &t.CustomerID, &t.ChannelID, &t.EndUserID, &t.CustomerRepID, &t.Subject, &status,
+		&fields, &t.Token, &t.CreatedAt, &t.UpdatedAt, &t.Topics)
+	t.Status, t.CustomFields = tickets.Status(status), fields
+	return t, err
+}
+
+// messageCols select a message aliased m, with its topics (by id) and the
+// number of its attachments.
+const messageCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_type, m.sender_account_id, m.message,
+	coalesce(m.ai_reply_text, ''), m.ai_reply_status, m.ai_reply_at, m.custom_fields, m.is_escalated,
+	m.created_at, m.updated_at,
+	coalesce((SELECT jsonb_agg(jsonb_build_object('id', mt.ticket_message_topic_id, 'topicID', mt.topic_id, 'name', n.name)
+		ORDER BY mt.ticket_message_topic_id) FROM message_topics mt
+		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
+		WHERE mt.message_id = m.message_id), '[]'),
+	(SELECT count(*) FROM attachments a WHERE a.message_id = m.message_id)`
+
+type topicRow struct {
+	ID      int64  `json:"id"`
+	TopicID int64  `json:"topicID"`
+	Name    string `json:"name"`
+}
+
+func scanMessage(row pgx.Row) (tickets.Message, error) {
+	var m tickets.Message
+	var sender, reply string
+	var fields []byte
+	var topics []topicRow
+	err := row.Scan(&m.ID, &m.CustomerID, &m.TicketID, &sender, &m.SenderAccountID, &m.Text,
+		&m.AIReplyText, &reply, &m.AIReplyAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt, &topics, &m.Attachments)
+	m.SenderType, m.AIReplyStatus, m.CustomFields = tickets.SenderType(sender), tickets.AIReplyStatus(reply), fields
+	for _, t := range topics {
+		m.Topics = append(m.Topics, tickets.MessageTopic{ID: t.ID, TopicID: t.TopicID, TopicName: t.Name})
+	}
+	return m, err
+}
+
+// newToken is a ticket's feedback credential: 256 random bits, URL-safe.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// ticketError names the field a ticket's foreign key refused.
+func ticketError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" && pe.ConstraintName == "tickets_end_user_fkey" {
+		return apperr.Field("endUserID", "is not an end user of yours", "the end user does not exist")
+	}
+	return postgres.Error(err, "ticket")
+}
+
+// insertTicket inserts a ticket and writes ticket.created.
+func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, in tickets.NewTicket) (tickets.Ticket, error) {
+	token, err := newToken()
+	if err != nil {
+		return tickets.Ticket{}, err
+	}
+	_, cfg := tickets.TextLanguage(in.Subject)
+	now := s.now()
+	t, err := scanTicket(tx.QueryRow(ctx, `INSERT INTO tickets AS t (customer_id, channel_id, end_user_id, customer_rep_id,
+		subject, status, custom_fields, ticket_token, search, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+searchVector("$9", "$5")+`, $10, $10) RETURNING `+ticketCols,
+		customerID, in.ChannelID, in.EndUserID, in.CustomerRepID, in.Subject, string(in.Status), []byte(in.CustomFields),
+		token, cfg, now))
+	if err != nil {
+		return t, ticketError(err)
+	}
+	return t, s.addTicketEvent(ctx, tx, contracts.EventTicketCreated, t, "")
+}
+
+// lockTicket reads the customer's ticket and locks it for the transaction.
+func (s *Store) lockTicket(ctx context.Context, tx pgx.Tx, customerID, id int64) (tickets.Ticket, error) {
+	t, err := scanTicket(tx.QueryRow(ctx, `SELECT `+ticketCols+` FROM tickets t
+		WHERE t.customer_id = $1 AND t.ticket_id = $2 FOR UPDATE OF t`, customerID, id))
+	return t, postgres.Error(err, "ticket")
+}
+
+// setTicketStatus moves a locked ticket to status (a no-op when it is
+// there already) and writes ticket.updated with the previous state.
+func (s *Store) setTicketStatus(ctx context.Context, tx pgx.Tx, t tickets.Ticket, status tickets.Status) (tickets.Ticket, error) {
+	if t.Status == status {
+		return t, nil
+	}
+	prev := t.Status
+	t.Status, t.UpdatedAt = status, s.now()
+	if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $3, updated_at = $4 WHERE customer_id = $1 AND ticket_id = $2`,
+		t.CustomerID, t.ID, string(status), t.UpdatedAt); err != nil {
+		return t, err
+	}
+	return t, s.addTicketEvent(ctx, tx, contracts.EventTicketUpdated, t, prev)
+}
+
+// insertMessage inserts a message into a ticket locked by the caller, moves
+// the ticket as an end-user message does (tickets.AfterEndUserMessage),
+// touches its dateUpdated and writes ticket.message.created (and
+// ticket.updated when the state changed). It returns the message and the
+// ticket as it is now.
+func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, in tickets.NewMessage) (tickets.Message, tickets.Ticket, error) {
+	lang, cfg := tickets.TextLanguage(in.Text)
+	now := s.now()
+	m, err := scanMessage(tx.QueryRow(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
+		sender_account_id, message, search_config, search, custom_fields, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6::regconfig, `+searchVector("$6", "$5")+`, $7, $8, $8) RETURNING `+messageCols,
+		t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now))
+	if err != nil {
+		return m, t, postgres.Error(err, "message")
+	}
+	if in.SenderType == tickets.SenderEndUser {
+		if t, err = s.setTicketStatus(ctx, tx, t, tickets.AfterEndUserMessage(t.Status)); err != nil {
+			return m, t, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE tickets SET updated_at = $3 WHERE customer_id = $1 AND ticket_id = $2`,
+		t.CustomerID, t.ID, now); err != nil {
+		return m, t, err
+	}
+	t.UpdatedAt = now
+	return m, t, s.addMessageEvent(ctx, tx, contracts.EventMessageCreated, t, m, lang)
+}
+
+// addTicketEvent writes a ticket event; prev is the state before a change
+// of state ("" otherwise).
+func (s *Store) addTicketEvent(ctx context.Context, tx pgx.Tx, eventType string, t tickets.Ticket, prev tickets.Status) error {
+	return s.addEvent(ctx, tx, eventType, t.CustomerID, contracts.TicketChanged{
+		TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID, CustomerRepID: t.CustomerRepID,
+		Subject: t.Subject, Status: string(t.Status), PreviousStatus: string(prev), IsClosed: t.IsClosed(),
+	})
+}
+
+// addMessageEvent writes a ticket.message.* event.
+func (s *Store) addMessageEvent(ctx context.Context, tx pgx.Tx, eventType string, t tickets.Ticket, m tickets.Message, lang string) error {
+	return s.addEvent(ctx, tx, eventType, t.CustomerID, contracts.MessageChanged{
+		MessageID: m.ID, TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID,
+		SenderType: string(m.SenderType), Language: lang,
+	})
+}
+
+// addEvent writes one event of the customer to the outbox.
+func (s *Store) addEvent(ctx context.Context, tx pgx.Tx, eventType string, customerID int64, data any) error {
+	m, err := outbox.Event(ctx, eventType, customerID, s.now(), data)
+	if err != nil {
+		return err
+	}
+	return outbox.Add(ctx, tx, m)
+}
