@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Every test works in tenants of its own, so lists hold only what the test
@@ -89,3 +90,32 @@ func listEndUsers(t *testing.T, token, query string) listBody[endUserBody] {
 func exec(t *testing.T, sql string, args ...any) { t.Helper(); backends.Exec(t, sql, args...) }
 
 func str(s string) *string { return &s }
+
+// createChannel makes a live web channel of the tenant (as its admin) and
+// returns its id.
+func createChannel(t *testing.T, tn tenant) int64 {
+	t.Helper()
+	var ch struct {
+		ChannelID int64 `json:"channelID"`
+	}
+	wantStatus(t, client(t).Do(http.MethodPost, "/api/Channels", tn.AdminToken,
+		map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
+	return ch.ChannelID
+}
+
+// deleteChannel soft-deletes a channel.
+func deleteChannel(t *testing.T, tn tenant, id int64) {
+	t.Helper()
+	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", id), tn.AdminToken, nil), http.StatusNoContent, nil)
+}
+
+// createTopic makes a topic of the tenant (as its admin) and returns its id.
+func createTopic(t *testing.T, tn tenant, name string) int64 {
+	t.Helper()
+	var tp struct {
+		TopicID int64 `json:"topicID"`
+	}
+	wantStatus(t, client(t).Do(http.MethodPost, "/api/Topics", tn.AdminToken,
+		map[string]any{"name": name, "description": "About " + name}), http.StatusCreated, &tp)
+	return tp.TopicID
+}

@@ -1,5 +1,5 @@
 // Package e2etickets holds the end-to-end tests of the tickets service:
-// auth and tickets run as binaries behind the real Traefik over HTTPS,
+// auth, topics, mailingest and tickets run as binaries behind the real Traefik over HTTPS,
 // against a fresh database and unique Redis and NATS prefixes. It runs
 // beside gateway/e2e and gateway/e2email (its own stack), so the suites run
 // in parallel.
@@ -50,7 +50,9 @@ func run(m *testing.M) int {
 	stk, err = stack.Start(ctx, stack.Options{
 		RepoRoot:  repoRoot,
 		BinDir:    binDir,
-		Services:  []string{"auth", "tickets"},
+		// topics and mailingest answer the tickets service's lookups
+		// (topic names and actions, channels).
+		Services:  []string{"auth", "topics", "mailingest", "tickets"},
 		RateLimit: stack.RateLimit{Average: 10000, Period: time.Second, Burst: 10000},
 		Env: map[string][]string{
 			"auth": {"AUTH_LOGIN_MAX_FAILURES_IP=100000", "AUTH_ACCOUNT_CREATE_LIMIT=1000"},
