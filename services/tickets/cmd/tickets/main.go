@@ -18,6 +18,7 @@ import (
 	"supportplatform.dev/pkg/config"
 	"supportplatform.dev/pkg/idempotency"
 	"supportplatform.dev/services/tickets/internal/httpapi"
+	"supportplatform.dev/services/tickets/internal/lookup"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
@@ -64,6 +65,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// No request runs longer than REQUEST_TIMEOUT; a claim older than
 		// that belongs to a process that died.
 		PendingTTL: cfg.RequestTimeout + 10*time.Second, Fail: deps.Server.Fail})
-	httpapi.New(tickets.NewEndUsers(store), deps.Server).Routes(deps.Server.Engine, deps.Auth(), idempotent)
+	look := lookup.New(deps.Bus)
+	_ = look
+	httpapi.New(httpapi.Deps{
+		EndUsers: tickets.NewEndUsers(store),
+	}, deps.Server).Routes(deps.Server.Engine, deps.Auth(), idempotent)
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -25,16 +25,35 @@ type EndUsers interface {
 	DeleteEndUser(ctx context.Context, customerID, id int64) error
 }
 
+// Deps are what the handlers call, one interface per area.
+type Deps struct {
+	EndUsers EndUsers
+
+	Tickets Tickets
+
+	Messages Messages
+
+	Attachments Attachments
+
+	Feedback Feedback
+}
+
 // Handlers serve the tickets routes.
 type Handlers struct {
-	endUsers EndUsers
-	s        *httpserver.Server
+	Deps
+	s *httpserver.Server
 }
 
 // New returns the handlers.
-func New(endUsers EndUsers, s *httpserver.Server) *Handlers {
-	return &Handlers{endUsers: endUsers, s: s}
-}
+func New(d Deps, s *httpserver.Server) *Handlers { return &Handlers{Deps: d, s: s} }
+
+// The interfaces of the areas still being built.
+type (
+	Tickets     interface{}
+	Messages    interface{}
+	Attachments interface{}
+	Feedback    interface{}
+)
 
 func optional(s string) *string {
 	if s == "" {
@@ -91,22 +110,22 @@ func (h *Handlers) listEndUsers(c *gin.Context) error {
 		sort, err := tickets.ParseEndUserSort(q.Get("sort"))
 		q.Merge(err)
 		return tickets.EndUserFilter{Sort: sort, Email: q.Text("email", tickets.MaxQueryLen), Q: q.Text("q", tickets.MaxQueryLen)}
-	}, h.endUsers.ListEndUsers, toEndUser)
+	}, h.EndUsers.ListEndUsers, toEndUser)
 }
 
 func (h *Handlers) getEndUser(c *gin.Context) error {
-	return httpcrud.GetOne(c, h.endUsers.EndUser, toEndUser)
+	return httpcrud.GetOne(c, h.EndUsers.EndUser, toEndUser)
 }
 
 func (h *Handlers) createEndUser(c *gin.Context) error {
-	return httpcrud.CreateOne[endUserRequest](c, "/api/EndUsers", h.endUsers.CreateEndUser,
+	return httpcrud.CreateOne[endUserRequest](c, "/api/EndUsers", h.EndUsers.CreateEndUser,
 		func(u tickets.EndUser) int64 { return u.ID }, toEndUser)
 }
 
 func (h *Handlers) updateEndUser(c *gin.Context) error {
-	return httpcrud.UpdateOne[endUserRequest](c, h.endUsers.UpdateEndUser)
+	return httpcrud.UpdateOne[endUserRequest](c, h.EndUsers.UpdateEndUser)
 }
 
 func (h *Handlers) deleteEndUser(c *gin.Context) error {
-	return httpcrud.DeleteOne(c, h.endUsers.DeleteEndUser)
+	return httpcrud.DeleteOne(c, h.EndUsers.DeleteEndUser)
 }

@@ -4,10 +4,11 @@ import "github.com/gin-gonic/gin"
 
 // Routes registers every route of the tickets service.
 //
-// Every route needs a bearer token; every role (admin, agent, integration)
-// reads and writes end users, and everything is scoped to the token's
-// customer. POST takes an Idempotency-Key (idempotent runs after the token
-// middleware, as it is scoped to the customer).
+// Every route but the end user's feedback link needs a bearer token and is
+// scoped to the token's customer; every role (admin, agent, integration)
+// reads and writes. POST of end users, tickets and messages takes an
+// Idempotency-Key (idempotent runs after the token middleware, as it is
+// scoped to the customer).
 func (h *Handlers) Routes(e *gin.Engine, requireToken, idempotent gin.HandlerFunc) {
 	api := e.Group("", requireToken)
 	api.GET("/api/EndUsers", h.s.Handle(h.listEndUsers))
@@ -15,4 +16,29 @@ func (h *Handlers) Routes(e *gin.Engine, requireToken, idempotent gin.HandlerFun
 	api.POST("/api/EndUsers", idempotent, h.s.Handle(h.createEndUser))
 	api.PUT("/api/EndUsers/:id", h.s.Handle(h.updateEndUser))
 	api.DELETE("/api/EndUsers/:id", h.s.Handle(h.deleteEndUser))
+
+	h.ticketRoutes(api, idempotent)
+
+	h.messageRoutes(api, idempotent)
+
+	h.attachmentRoutes(api)
+
+	// The feedback link is public: the ticket token in it is the credential.
+	h.feedbackRoutes(e.Group(""))
+}
+
+// ticketRoutes: /api/Tickets.
+func (h *Handlers) ticketRoutes(api *gin.RouterGroup, idempotent gin.HandlerFunc) {
+}
+
+// messageRoutes: /api/TicketMessages and the actions on a message.
+func (h *Handlers) messageRoutes(api *gin.RouterGroup, idempotent gin.HandlerFunc) {
+}
+
+// attachmentRoutes: /api/TicketMessages/{id}/attachments.
+func (h *Handlers) attachmentRoutes(api *gin.RouterGroup) {
+}
+
+// feedbackRoutes: the end user's vote on a message.
+func (h *Handlers) feedbackRoutes(public *gin.RouterGroup) {
 }
