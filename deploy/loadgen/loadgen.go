@@ -23,6 +23,10 @@ type Config struct {
 	Client      *http.Client
 	// NewRequest builds each request (called concurrently).
 	NewRequest func(ctx context.Context) (*http.Request, error)
+	// Call, when set instead of Client and NewRequest, is the measured
+	// operation itself (a baseline that is not an HTTP request, such as a
+	// database INSERT); an error counts as a failed request.
+	Call func(ctx context.Context) error
 	// ExpectStatus is the status a successful response has (default 200);
 	// any other status counts as an error.
 	ExpectStatus int
@@ -61,13 +65,15 @@ func round(d time.Duration) time.Duration {
 // Run performs the measurement. It returns an error only for a bad
 // configuration or a cancelled context; failed requests are counted.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.Client == nil || cfg.NewRequest == nil {
-		return Result{}, errors.New("loadgen: concurrency, duration, client and request are required")
+	if cfg.Concurrency < 1 || cfg.Duration <= 0 || (cfg.Call == nil && (cfg.Client == nil || cfg.NewRequest == nil)) {
+		return Result{}, errors.New("loadgen: concurrency, duration, and a client and request or a call are required")
 	}
 	if cfg.ExpectStatus == 0 {
 		cfg.ExpectStatus = http.StatusOK
 	}
-	cfg.Client = keepAliveClient(cfg.Client, cfg.Concurrency)
+	if cfg.Call == nil {
+		cfg.Client = keepAliveClient(cfg.Client, cfg.Concurrency)
+	}
 	start := time.Now()
 	windowStart := start.Add(cfg.Warmup)
 	windowEnd := windowStart.Add(cfg.Duration)
@@ -163,6 +169,9 @@ func do(ctx context.Context, cfg Config, deadline time.Time) error {
 	// stuck server cannot hold the run.
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(10*time.Second))
 	defer cancel()
+	if cfg.Call != nil {
+		return cfg.Call(ctx)
+	}
 	req, err := cfg.NewRequest(ctx)
 	if err != nil {
 		return err

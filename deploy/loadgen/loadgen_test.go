@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -97,5 +98,29 @@ func TestPercentile(t *testing.T) {
 func TestRunRejectsBadConfig(t *testing.T) {
 	if _, err := Run(t.Context(), Config{}); err == nil {
 		t.Error("empty config accepted")
+	}
+}
+
+func TestRunMeasuresACall(t *testing.T) {
+	var calls atomic.Int64
+	res, err := Run(t.Context(), Config{
+		Concurrency: 2,
+		Duration:    200 * time.Millisecond,
+		Call: func(ctx context.Context) error {
+			time.Sleep(2 * time.Millisecond)
+			if calls.Add(1)%10 == 0 {
+				return errors.New("every tenth call fails")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Errors == 0 || res.FirstError != "every tenth call fails" {
+		t.Fatalf("%+v", res)
+	}
+	if res.Requests < 5*res.Errors || res.Requests > 12*res.Errors {
+		t.Fatalf("%d ok and %d errors: about one in ten should fail", res.Requests, res.Errors)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"supportplatform.dev/deploy/stack"
 )
 
@@ -51,6 +52,9 @@ type benchCase struct {
 	RelativeTo string
 	// Note is printed before the case's figures.
 	Note string
+	// Direct, when set, is the measured operation instead of an HTTP
+	// request (a baseline such as a raw database INSERT).
+	Direct func(ctx context.Context, e *benchEnv) error
 
 	counter atomic.Uint64
 }
@@ -64,6 +68,8 @@ type benchEnv struct {
 	Graph *stack.FakeGraph
 	// MetricsURL is each service's own /metrics (not through the gateway).
 	MetricsURL map[string]string
+	// DB is the stack's database as its administrator (seeding, baselines).
+	DB *pgxpool.Pool
 }
 
 const baselineCase = "static"
@@ -126,7 +132,7 @@ var detectLocations = []struct{ Country, State, City, Lang string }{
 // the slow uncached translation last.
 func benchCases() []*benchCase {
 	var cachedAnswer atomic.Pointer[[]byte]
-	return []*benchCase{
+	cases := []*benchCase{
 		{Name: baselineCase, Method: http.MethodGet, Path: "/bench/static"},
 		{Name: "customers-me", Method: http.MethodGet, Path: "/api/Customers/me", Auth: true, Needs: []string{"auth"}},
 		{
@@ -170,17 +176,18 @@ func benchCases() []*benchCase {
 			Note: fmt.Sprintf("%q to es every time: Redis cache hits after the preflight", cachedSentence),
 		},
 		mailNotifyCase(),
-		{
-			Name: "translate-uncached", Method: http.MethodPost, Path: "/api/Translations/translate", Auth: true,
-			Needs: []string{"auth", "translation"},
-			Vary: func(n uint64) (string, string) {
-				return "/api/Translations/translate", translateBody(uncachedSentence(n))
-			},
-			Check: checkTranslation,
-			Slow:  true,
-			Note:  "a new English sentence per request, to es: one Apertium run each (the service runs at most APERTIUM_MAX_PROCESSES=2 at once)",
-		},
 	}
+	cases = append(cases, ticketCases()...)
+	return append(cases, &benchCase{
+		Name: "translate-uncached", Method: http.MethodPost, Path: "/api/Translations/translate", Auth: true,
+		Needs: []string{"auth", "translation"},
+		Vary: func(n uint64) (string, string) {
+			return "/api/Translations/translate", translateBody(uncachedSentence(n))
+		},
+		Check: checkTranslation,
+		Slow:  true,
+		Note:  "a new English sentence per request, to es: one Apertium run each (the service runs at most APERTIUM_MAX_PROCESSES=2 at once)",
+	})
 }
 
 func translateBody(text string) string {

@@ -33,7 +33,10 @@ func TestSelectCases(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct{ list, want string }{
-		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,translate-uncached"},
+		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,tickets-list,tickets-search," +
+			"message-create,raw-insert,translate-uncached"},
+		// message-create is compared with the raw INSERT baseline.
+		{"message-create", "static,message-create,raw-insert"},
 		{"translate-cached", "static,translate-cached"},
 		// topics-list is compared with customers-me, which comes along.
 		{" topics-list ,", "static,customers-me,topics-list"},
@@ -107,5 +110,20 @@ func TestNotificationBody(t *testing.T) {
 	if len(v) != 1 || v[0].SubscriptionID != "sub-1" || v[0].ClientState != "state-1" || v[0].ChangeType != "created" ||
 		!strings.HasSuffix(v[0].Resource, "/Messages/"+v[0].ResourceData.ID) {
 		t.Fatalf("%+v", body)
+	}
+}
+
+func TestSearchQueriesMatchSeededSubjects(t *testing.T) {
+	seen := map[string]bool{}
+	pairs := uint64(len(subjectAdjectives) * len(subjectNouns))
+	for n := range pairs {
+		q := searchQuery(n)
+		if seen[q] {
+			t.Fatalf("query %q twice in %d", q, pairs)
+		}
+		seen[q] = true
+	}
+	if len(subjectNouns) != 50 || len(subjectAdjectives) != 20 {
+		t.Fatalf("%d adjectives and %d nouns: the note promises 100 tickets per pair", len(subjectAdjectives), len(subjectNouns))
 	}
 }

@@ -153,7 +153,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for name, u := range st.ServiceURLs {
 		metrics[name] = u + "/metrics"
 	}
-	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token, Graph: graph, MetricsURL: metrics}
+	db, err := openBenchDB(ctx, st.DatabaseURL, *concurrency)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token, Graph: graph, MetricsURL: metrics, DB: db}
 	slowWorkers := min(*uncachedC, *concurrency)
 	fmt.Fprintf(stdout, "gateway %s, %d workers (slow cases %d), %s per case after %s warm-up, %d CPUs\n\n",
 		st.HTTPSURL, *concurrency, slowWorkers, *duration, *warmup, runtime.NumCPU())
@@ -188,6 +193,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		cl := c.client(client, w)
 		sample, err := c.preflight(ctx, env, cl)
+		var call func(context.Context) error
+		if c.Direct != nil {
+			call = func(ctx context.Context) error { return c.Direct(ctx, env) }
+			sample, err = "one call ok", call(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -205,6 +215,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			Client:       cl,
 			ExpectStatus: c.expect(),
 			NewRequest:   c.request(env),
+			Call:         call,
 		})
 		if err != nil {
 			return err
