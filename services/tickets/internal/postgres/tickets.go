@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,14 +90,18 @@ func statusNames(ss []tickets.Status) []string {
 	return out
 }
 
-// ListTickets pages through the customer's tickets. The count of a list
-// filtered by status or isClosed alone (or not at all) is the sum of the
-// per-status counters (table ticket_counts, kept by triggers); other lists
-// are counted. Count and page go to the server in one round trip.
-func (s *Store) ListTickets(ctx context.Context, customerID int64, f tickets.TicketFilter, p paging.Page) ([]tickets.TicketDetails, int, error) {
+// listQuery is a list's two statements: the count and the page.
+type listQuery struct {
+	countSQL, pageSQL   string
+	countArgs, pageArgs []any
+}
+
+// listQueries builds the statements of a list; ok is false when the filter
+// admits no status at all (status=Open&isClosed=true).
+func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q listQuery, ok bool) {
 	statuses := f.Statuses()
-	if len(statuses) == 0 { // status=Open&isClosed=true
-		return nil, 0, nil
+	if len(statuses) == 0 {
+		return q, false
 	}
 	w := &ticketWhere{conds: []string{"t.customer_id = $1"}, args: []any{customerID}}
 	switch {
@@ -124,30 +129,66 @@ func (s *Store) ListTickets(ctx context.Context, customerID int64, f tickets.Tic
 	if f.CreatedBefore != nil {
 		w.add("t.created_at < ?", *f.CreatedBefore)
 	}
+	base := w.sql()
+	onlyStatus := len(w.conds) == 1 || (len(w.conds) == 2 && len(statuses) < len(tickets.Statuses))
+	order := ticketOrder(f.Sort)
+	// The page's ids first (narrow rows, from the index alone when not
+	// searching), then their columns.
+	from := `tickets t` + base
 	if f.Q != "" {
 		cfg := f.SearchConfig
 		if cfg == "" {
 			cfg = "simple"
 		}
 		w.args = append(w.args, f.Q, cfg)
-		q, c := "$"+strconv.Itoa(len(w.args)-1), "$"+strconv.Itoa(len(w.args))
-		// Two index scans (subjects, messages), each of the two GIN indexes
-		// with both readings of the query: exact words and stemmed.
-		match := `(search @@ websearch_to_tsquery('simple', ` + q + `) OR search @@ websearch_to_tsquery(` + c + `::regconfig, ` + q + `))`
-		w.conds = append(w.conds, `t.ticket_id IN (SELECT ticket_id FROM tickets WHERE customer_id = $1 AND `+match+`
-			UNION SELECT ticket_id FROM ticket_messages WHERE customer_id = $1 AND `+match+`)`)
-	}
-
-	b := &pgx.Batch{}
-	if f.ByStatusOnly() {
-		b.Queue(`SELECT coalesce(sum(n), 0) FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`,
-			customerID, statusNames(statuses))
+		qp, cp := "$"+strconv.Itoa(len(w.args)-1), "$"+strconv.Itoa(len(w.args))
+		// Both readings of the query, exact words and stemmed, on each GIN
+		// index: subjects (tickets_search_idx) and messages
+		// (ticket_messages_search_idx). The subject branch reads the sort
+		// keys from the rows it found, so a query that matches many
+		// tickets is a top-N sort of its matches, not a join with every
+		// ticket of the customer. A message's ticket is always its
+		// customer's (the foreign key).
+		match := func(col string) string {
+			return `(` + col + ` @@ websearch_to_tsquery('simple', ` + qp + `) OR ` + col + ` @@ websearch_to_tsquery(` + cp + `::regconfig, ` + qp + `))`
+		}
+		inMessages := `SELECT m.ticket_id FROM ticket_messages m WHERE m.customer_id = $1 AND ` + match("m.search")
+		from = `(SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND ` + match("t.search") + `
+			UNION SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND t.ticket_id IN (` + inMessages + `)) t`
+		if onlyStatus && len(statuses) == len(tickets.Statuses) {
+			// q alone: count the matching ids without reading the tickets.
+			q.countSQL = `SELECT count(*) FROM (SELECT t.ticket_id FROM tickets t WHERE t.customer_id = $1 AND ` + match("t.search") +
+				` UNION ` + inMessages + `) h`
+		} else {
+			q.countSQL = `SELECT count(*) FROM ` + from
+		}
+		q.countArgs = w.args
+	} else if onlyStatus {
+		q.countSQL = `SELECT coalesce(sum(n), 0) FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`
+		q.countArgs = []any{customerID, statusNames(statuses)}
 	} else {
-		b.Queue(`SELECT count(*) FROM tickets t`+w.sql(), w.args...)
+		q.countSQL, q.countArgs = `SELECT count(*) FROM `+from, w.args
 	}
 	n := len(w.args)
-	b.Queue(`SELECT `+ticketCols+`, `+feedbackCol+` FROM tickets t`+w.sql()+` ORDER BY `+ticketOrder(f.Sort)+
-		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(w.args, p.Size, p.Offset())...)
+	q.pageSQL = `SELECT ` + ticketCols + `, ` + feedbackCol + ` FROM tickets t WHERE t.customer_id = $1 AND t.ticket_id IN (
+		SELECT t.ticket_id FROM ` + from + ` ORDER BY ` + order +
+		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY ` + order
+	q.pageArgs = append(slices.Clip(w.args), p.Size, p.Offset())
+	return q, true
+}
+
+// ListTickets pages through the customer's tickets. The count of a list
+// filtered by status or isClosed alone (or not at all) is the sum of the
+// per-status counters (table ticket_counts, kept by triggers); other lists
+// are counted. Count and page go to the server in one round trip.
+func (s *Store) ListTickets(ctx context.Context, customerID int64, f tickets.TicketFilter, p paging.Page) ([]tickets.TicketDetails, int, error) {
+	q, ok := listQueries(customerID, f, p)
+	if !ok {
+		return nil, 0, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(q.countSQL, q.countArgs...)
+	b.Queue(q.pageSQL, q.pageArgs...)
 	br := s.db.SendBatch(ctx, b)
 	defer br.Close()
 	var total int64

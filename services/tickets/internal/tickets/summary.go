@@ -24,10 +24,15 @@ import (
 //     divided by the square root of its word count (long sentences do not
 //     win by length alone); the first sentence of the first message, which
 //     usually states the problem, gets a bonus of a half.
+//     Sentences of the last message (where the conversation stands) get a
+//     bonus of 30%.
 //  4. The best sentences are kept, within about SummaryBudget characters,
 //     and told in conversation order, each run under its writer's label
 //     (End user, Agent, AI assistant, System). Ties go to the earlier
-//     sentence.
+//     sentence. Besides the best one, a sentence is left out when it has
+//     fewer than two distinct words (greetings, thanks), scores under 35%
+//     of the best, or shares more than 60% of its words with one already
+//     kept (repetitions, quoted text).
 //  5. The summary opens with the subject and the number of messages and
 //     ends with the ticket's status.
 
@@ -38,6 +43,38 @@ const SummaryBudget = 600
 // maxSentenceChars cuts very long sentences (an e-mail without
 // punctuation) so one cannot fill the summary.
 const maxSentenceChars = 240
+
+// minScoreShare: a sentence scoring less than this share of the best one
+// is left out.
+const minScoreShare = 0.35
+
+// distinct returns the set of terms.
+func distinct(terms []string) map[string]bool {
+	m := make(map[string]bool, len(terms))
+	for _, w := range terms {
+		m[w] = true
+	}
+	return m
+}
+
+// redundant tells whether most of a sentence's words are in one already
+// kept (Jaccard similarity of their word sets above 0.6).
+func redundant(s *sentence, kept []*sentence) bool {
+	a := distinct(s.terms)
+	for _, k := range kept {
+		b := distinct(k.terms)
+		inter := 0
+		for w := range a {
+			if b[w] {
+				inter++
+			}
+		}
+		if union := len(a) + len(b) - inter; union > 0 && float64(inter)/float64(union) > 0.6 {
+			return true
+		}
+	}
+	return false
+}
 
 type sentence struct {
 	msg    int // index of the message
@@ -78,6 +115,7 @@ func Summarize(t Ticket, msgs []Message) string {
 			sentences = append(sentences, sentence{msg: i, pos: len(sentences), sender: m.SenderType, text: s, terms: terms})
 		}
 	}
+	best := 0.0
 	for i := range sentences {
 		s := &sentences[i]
 		seen := map[string]bool{}
@@ -91,6 +129,10 @@ func Summarize(t Ticket, msgs []Message) string {
 		if s.pos == 0 {
 			s.score *= 1.5
 		}
+		if s.msg == len(msgs)-1 && len(msgs) > 1 {
+			s.score *= 1.3
+		}
+		best = max(best, s.score)
 	}
 	ranked := make([]*sentence, len(sentences))
 	for i := range sentences {
@@ -100,6 +142,11 @@ func Summarize(t Ticket, msgs []Message) string {
 	var kept []*sentence
 	used := 0
 	for _, s := range ranked {
+		// Greetings and thanks ("Thanks, Ada.") carry one word or little
+		// weight; a sentence much like one kept says nothing new.
+		if len(kept) > 0 && (len(distinct(s.terms)) < 2 || s.score < minScoreShare*best || redundant(s, kept)) {
+			continue
+		}
 		n := utf8.RuneCountInString(s.text) + 1
 		if used > 0 && used+n > SummaryBudget {
 			continue
