@@ -21,7 +21,10 @@ CREATE TABLE ticket_counts (
 -- take counter rows in opposite orders (no deadlock between bulk updates),
 -- and an UPDATE that leaves every status as it was (updated_at, subject...)
 -- writes nothing.
-CREATE FUNCTION ticket_counts_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The function keeps the migration's search_path (this schema), so a write
+-- to tickets under another search_path (an administrator's session) counts
+-- too.
+CREATE FUNCTION ticket_counts_apply() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO ticket_counts AS c (customer_id, status, slot, n)
