@@ -130,7 +130,7 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		w.add("t.created_at < ?", *f.CreatedBefore)
 	}
 	base := w.sql()
-	onlyStatus := len(w.conds) == 1 || (len(w.conds) == 2 && len(statuses) < len(tickets.Statuses))
+	unfiltered := len(w.conds) == 1 // but for q
 	order := ticketOrder(f.Sort)
 	// The page's ids first (narrow rows, from the index alone when not
 	// searching), then their columns.
@@ -155,7 +155,7 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		inMessages := `SELECT m.ticket_id FROM ticket_messages m WHERE m.customer_id = $1 AND ` + match("m.search")
 		from = `(SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND ` + match("t.search") + `
 			UNION SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND t.ticket_id IN (` + inMessages + `)) t`
-		if onlyStatus && len(statuses) == len(tickets.Statuses) {
+		if unfiltered {
 			// q alone: count the matching ids without reading the tickets.
 			q.countSQL = `SELECT count(*) FROM (SELECT t.ticket_id FROM tickets t WHERE t.customer_id = $1 AND ` + match("t.search") +
 				` UNION ` + inMessages + `) h`
@@ -163,7 +163,7 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 			q.countSQL = `SELECT count(*) FROM ` + from
 		}
 		q.countArgs = w.args
-	} else if onlyStatus {
+	} else if f.ByStatusOnly() {
 		q.countSQL = `SELECT coalesce(sum(n), 0) FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`
 		q.countArgs = []any{customerID, statusNames(statuses)}
 	} else {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,6 +17,8 @@ import (
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
+	pgpostgres "supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
@@ -430,6 +434,48 @@ func TestTkBulkParallelNoDeadlock(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("bulk update: %v", err)
+	}
+	tkCounts(t, pool)
+}
+
+// Migration 004 counts the tickets written before it; afterwards the
+// triggers keep the counters, also for writes under another search_path.
+func TestTkCountersMigrationBackfill(t *testing.T) {
+	ctx := context.Background()
+	all := postgres.Migrations()
+	before := fstest.MapFS{}
+	entries, err := fs.ReadDir(all, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() < "004" {
+			data, _ := fs.ReadFile(all, e.Name())
+			before[e.Name()] = &fstest.MapFile{Data: data}
+		}
+	}
+	pool := pgtest.NewSchema(t, postgres.Schema, before)
+	if _, err := pool.Exec(ctx, `INSERT INTO end_users (end_user_id, customer_id, name) VALUES (1, 1, 'Ada'), (2, 2, 'Eve');
+		INSERT INTO tickets (customer_id, end_user_id, channel_id, subject, status, ticket_token)
+		SELECT c, c, 1, 's', (ARRAY['Open','Closed','Open'])[1 + i % 3], c || '-' || i
+		FROM generate_series(1, 30) i, (VALUES (1), (2)) v(c)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgpostgres.Migrate(ctx, pool, postgres.Schema, all); err != nil {
+		t.Fatal(err)
+	}
+	tkCounts(t, pool)
+	s := postgres.New(pool, time.Now)
+	if _, total := tkList(t, s, 1, tickets.TicketFilter{}, paging.Page{Number: 1, Size: 1}); total != 30 {
+		t.Fatalf("total %d", total)
+	}
+	closed := true
+	if _, total := tkList(t, s, 2, tickets.TicketFilter{IsClosed: &closed}, paging.Page{Number: 1, Size: 1}); total != 10 {
+		t.Fatalf("closed %d", total)
+	}
+	if _, err := pool.Exec(ctx, `SET search_path TO public; UPDATE tickets.tickets SET status = 'Pending' WHERE ticket_id % 2 = 0;
+		DELETE FROM tickets.tickets WHERE ticket_id % 5 = 0; RESET search_path`); err != nil {
+		t.Fatal(err)
 	}
 	tkCounts(t, pool)
 }
