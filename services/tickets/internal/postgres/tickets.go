@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
@@ -343,6 +344,8 @@ func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []i
 			WHERE t.customer_id = $1 AND t.ticket_id = u.id`, customerID, now, cids, statuses, reps); err != nil {
 			return postgres.Error(err, "ticket")
 		}
+		// The events' statements go to the server in one round trip.
+		q := &queuedTx{Tx: tx}
 		for _, c := range changes {
 			t := c.Ticket
 			t.UpdatedAt = now
@@ -350,12 +353,25 @@ func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []i
 			if c.Previous != t.Status {
 				prev = c.Previous
 			}
-			if err := s.addTicketEvent(ctx, tx, contracts.EventTicketUpdated, t, prev); err != nil {
+			if err := s.addTicketEvent(ctx, q, contracts.EventTicketUpdated, t, prev); err != nil {
 				return err
 			}
 		}
-		return nil
+		return postgres.Error(tx.SendBatch(ctx, &q.batch).Close(), "ticket")
 	})
+}
+
+// queuedTx is a transaction whose Exec queues the statement in a batch
+// (sent by the caller) instead of running it: many writes whose results
+// are not needed, such as outbox rows, in one round trip.
+type queuedTx struct {
+	pgx.Tx
+	batch pgx.Batch
+}
+
+func (q *queuedTx) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.batch.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
 }
 
 // Conversation bounds: the summary reads at most this many messages, each

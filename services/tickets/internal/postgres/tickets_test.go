@@ -479,3 +479,36 @@ func TestTkCountersMigrationBackfill(t *testing.T) {
 	}
 	tkCounts(t, pool)
 }
+
+// A bulk update of 500 tickets: one transaction, one ticket.updated each.
+func TestTkBulk500(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	u := create(t, s, tenantA, "Ada", "")
+	if _, err := pool.Exec(ctx, `INSERT INTO tickets (customer_id, end_user_id, channel_id, subject, status, ticket_token)
+		SELECT $1, $2, 1, 'bulk ' || i, 'Open', 'tok-' || i FROM generate_series(1, 500) i`, tenantA, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := tkList(t, s, tenantA, tickets.TicketFilter{}, paging.Page{Number: 1, Size: 100})
+	var all []int64
+	if err := pool.QueryRow(ctx, `SELECT array_agg(ticket_id ORDER BY ticket_id) FROM tickets`).Scan(&all); err != nil || len(all) != 500 || len(ids) != 100 {
+		t.Fatalf("%d tickets %v", len(all), err)
+	}
+	start := time.Now()
+	err := s.BulkUpdateTickets(ctx, tenantA, all, func(ts []tickets.Ticket) ([]tickets.TicketChange, error) {
+		return tickets.PlanBulk(ts, tickets.BulkClose, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("500 tickets closed in %v", time.Since(start).Round(time.Millisecond))
+	types, data := tkEventTypes(t, pool)
+	if len(types) != 500 || data[499].Status != "Closed" || data[0].PreviousStatus != "Open" {
+		t.Fatalf("%d events", len(types))
+	}
+	closed := true
+	if _, total := tkList(t, s, tenantA, tickets.TicketFilter{IsClosed: &closed}, paging.Page{Number: 1, Size: 1}); total != 500 {
+		t.Fatalf("closed %d", total)
+	}
+	tkCounts(t, pool)
+}
