@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	_ = look
 	httpapi.New(httpapi.Deps{
 		EndUsers: tickets.NewEndUsers(store),
+		Tickets:  tickets.NewTickets(store, look),
 	}, deps.Server).Routes(deps.Server.Engine, deps.Auth(), idempotent)
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

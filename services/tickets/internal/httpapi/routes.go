@@ -29,6 +29,13 @@ func (h *Handlers) Routes(e *gin.Engine, requireToken, idempotent gin.HandlerFun
 
 // ticketRoutes: /api/Tickets.
 func (h *Handlers) ticketRoutes(api *gin.RouterGroup, idempotent gin.HandlerFunc) {
+	api.GET("/api/Tickets", h.s.Handle(h.listTickets))
+	api.POST("/api/Tickets", idempotent, h.s.Handle(h.createTicket))
+	api.POST("/api/Tickets/bulk-update", h.s.Handle(h.bulkUpdateTickets))
+	api.GET("/api/Tickets/:id", h.s.Handle(h.getTicket))
+	api.PUT("/api/Tickets/:id", h.s.Handle(h.updateTicket))
+	api.DELETE("/api/Tickets/:id", h.s.Handle(h.deleteTicket))
+	api.GET("/api/Tickets/:id/summary", h.s.Handle(h.ticketSummary))
 }
 
 // messageRoutes: /api/TicketMessages and the actions on a message.

@@ -1,0 +1,403 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+// feedbackCol selects the escalation comments of the ticket aliased t, as a
+// JSON array, oldest first.
+const feedbackCol = `coalesce((SELECT jsonb_agg(jsonb_build_object('messageID', f.message_id, 'comment', f.comment,
+		'email', f.email, 'dateCreated', f.created_at) ORDER BY f.created_at, f.comment_id)
+	FROM feedback_comments f WHERE f.ticket_id = t.ticket_id AND f.customer_id = t.customer_id), '[]')`
+
+// withExtra scans the row's leading columns through scan and the rest
+// into extra.
+type withExtra struct {
+	pgx.Row
+	extra []any
+}
+
+func (r withExtra) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
+
+type feedbackRow struct {
+	MessageID   int64     `json:"messageID"`
+	Comment     string    `json:"comment"`
+	Email       string    `json:"email"`
+	DateCreated time.Time `json:"dateCreated"`
+}
+
+// scanTicketDetails scans ticketCols followed by feedbackCol.
+func scanTicketDetails(row pgx.Row) (tickets.TicketDetails, error) {
+	var fb []feedbackRow
+	t, err := scanTicket(withExtra{Row: row, extra: []any{&fb}})
+	d := tickets.TicketDetails{Ticket: t, FeedbackComments: []tickets.FeedbackComment{}}
+	for _, f := range fb {
+		d.FeedbackComments = append(d.FeedbackComments, tickets.FeedbackComment{MessageID: f.MessageID, Comment: f.Comment,
+			Email: f.Email, CreatedAt: f.DateCreated})
+	}
+	return d, err
+}
+
+// ticketOrder is the whitelist of ORDER BY clauses: each is served by an
+// index on (customer_id, key DESC, ticket_id DESC) or the primary key.
+func ticketOrder(s tickets.TicketSort) string {
+	dir := " ASC"
+	if s.Desc {
+		dir = " DESC"
+	}
+	switch s.By {
+	case tickets.TicketSortUpdated:
+		return "t.updated_at" + dir + ", t.ticket_id" + dir
+	case tickets.TicketSortID:
+		return "t.ticket_id" + dir
+	default:
+		return "t.created_at" + dir + ", t.ticket_id" + dir
+	}
+}
+
+// ticketWhere builds the WHERE clause of a list; $1 is the customer.
+type ticketWhere struct {
+	conds []string
+	args  []any
+}
+
+func (w *ticketWhere) add(cond string, v any) {
+	w.args = append(w.args, v)
+	w.conds = append(w.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args))))
+}
+
+func (w *ticketWhere) sql() string { return " WHERE " + strings.Join(w.conds, " AND ") }
+
+func statusNames(ss []tickets.Status) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// listQuery is a list's two statements: the count and the page.
+type listQuery struct {
+	countSQL, pageSQL   string
+	countArgs, pageArgs []any
+}
+
+// listQueries builds the statements of a list; ok is false when the filter
+// admits no status at all (status=Open&isClosed=true).
+func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q listQuery, ok bool) {
+	statuses := f.Statuses()
+	if len(statuses) == 0 {
+		return q, false
+	}
+	w := &ticketWhere{conds: []string{"t.customer_id = $1"}, args: []any{customerID}}
+	switch {
+	case len(statuses) == 1:
+		w.add("t.status = ?", string(statuses[0]))
+	case len(statuses) < len(tickets.Statuses):
+		w.add("t.status = ANY(?)", statusNames(statuses))
+	}
+	if f.ChannelID != nil {
+		w.add("t.channel_id = ?", *f.ChannelID)
+	}
+	if f.EndUserID != nil {
+		w.add("t.end_user_id = ?", *f.EndUserID)
+	}
+	if f.CustomerRepID != nil {
+		w.add("t.customer_rep_id = ?", *f.CustomerRepID)
+	}
+	if f.TopicID != nil {
+		w.add(`t.ticket_id IN (SELECT m.ticket_id FROM message_topics mt JOIN ticket_messages m ON m.message_id = mt.message_id
+			WHERE mt.customer_id = $1 AND mt.topic_id = ?)`, *f.TopicID)
+	}
+	if f.CreatedFrom != nil {
+		w.add("t.created_at >= ?", *f.CreatedFrom)
+	}
+	if f.CreatedBefore != nil {
+		w.add("t.created_at < ?", *f.CreatedBefore)
+	}
+	base := w.sql()
+	unfiltered := len(w.conds) == 1 // but for q
+	order := ticketOrder(f.Sort)
+	// The page's ids first (narrow rows, from the index alone when not
+	// searching), then their columns.
+	from := `tickets t` + base
+	if f.Q != "" {
+		cfg := f.SearchConfig
+		if cfg == "" {
+			cfg = "simple"
+		}
+		w.args = append(w.args, f.Q, cfg)
+		qp, cp := "$"+strconv.Itoa(len(w.args)-1), "$"+strconv.Itoa(len(w.args))
+		// Both readings of the query, exact words and stemmed, on each GIN
+		// index: subjects (tickets_search_idx) and messages
+		// (ticket_messages_search_idx). The subject branch reads the sort
+		// keys from the rows it found, so a query that matches many
+		// tickets is a top-N sort of its matches, not a join with every
+		// ticket of the customer. A message's ticket is always its
+		// customer's (the foreign key).
+		match := func(col string) string {
+			return `(` + col + ` @@ websearch_to_tsquery('simple', ` + qp + `) OR ` + col + ` @@ websearch_to_tsquery(` + cp + `::regconfig, ` + qp + `))`
+		}
+		inMessages := `SELECT m.ticket_id FROM ticket_messages m WHERE m.customer_id = $1 AND ` + match("m.search")
+		from = `(SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND ` + match("t.search") + `
+			UNION SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND t.ticket_id IN (` + inMessages + `)) t`
+		if unfiltered {
+			// q alone: count the matching ids without reading the tickets.
+			q.countSQL = `SELECT count(*) FROM (SELECT t.ticket_id FROM tickets t WHERE t.customer_id = $1 AND ` + match("t.search") +
+				` UNION ` + inMessages + `) h`
+		} else {
+			q.countSQL = `SELECT count(*) FROM ` + from
+		}
+		q.countArgs = w.args
+	} else if f.ByStatusOnly() {
+		q.countSQL = `SELECT coalesce(sum(n), 0) FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`
+		q.countArgs = []any{customerID, statusNames(statuses)}
+	} else {
+		q.countSQL, q.countArgs = `SELECT count(*) FROM `+from, w.args
+	}
+	n := len(w.args)
+	q.pageSQL = `SELECT ` + ticketCols + `, ` + feedbackCol + ` FROM tickets t WHERE t.customer_id = $1 AND t.ticket_id IN (
+		SELECT t.ticket_id FROM ` + from + ` ORDER BY ` + order +
+		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) ORDER BY ` + order
+	q.pageArgs = append(slices.Clip(w.args), p.Size, p.Offset())
+	return q, true
+}
+
+// ListTickets pages through the customer's tickets. The count of a list
+// filtered by status or isClosed alone (or not at all) is the sum of the
+// per-status counters (table ticket_counts, kept by triggers); other lists
+// are counted. Count and page go to the server in one round trip.
+func (s *Store) ListTickets(ctx context.Context, customerID int64, f tickets.TicketFilter, p paging.Page) ([]tickets.TicketDetails, int, error) {
+	q, ok := listQueries(customerID, f, p)
+	if !ok {
+		return nil, 0, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(q.countSQL, q.countArgs...)
+	b.Queue(q.pageSQL, q.pageArgs...)
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return nil, 0, postgres.Error(err, "ticket")
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, postgres.Error(err, "ticket")
+	}
+	defer rows.Close()
+	var out []tickets.TicketDetails
+	for rows.Next() {
+		d, err := scanTicketDetails(rows)
+		if err != nil {
+			return nil, 0, postgres.Error(err, "ticket")
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, postgres.Error(err, "ticket")
+	}
+	return out, int(total), nil
+}
+
+// TicketDetails returns a ticket of the customer with its feedback.
+func (s *Store) TicketDetails(ctx context.Context, customerID, id int64) (tickets.TicketDetails, error) {
+	d, err := scanTicketDetails(s.db.QueryRow(ctx, `SELECT `+ticketCols+`, `+feedbackCol+` FROM tickets t
+		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, id))
+	return d, postgres.Error(err, "ticket")
+}
+
+// CreateTicket inserts a ticket (ticket.created).
+func (s *Store) CreateTicket(ctx context.Context, customerID int64, in tickets.NewTicket) (tickets.TicketDetails, error) {
+	var t tickets.Ticket
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		t, err = s.insertTicket(ctx, tx, customerID, in)
+		return err
+	})
+	return tickets.TicketDetails{Ticket: t, FeedbackComments: []tickets.FeedbackComment{}}, err
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func sameRep(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// UpdateTicket locks the customer's ticket, lets change compute its new
+// fields and writes them with ticket.updated (carrying previousStatus when
+// the state changed). A change that changes nothing writes nothing.
+func (s *Store) UpdateTicket(ctx context.Context, customerID, id int64, change func(tickets.Ticket) (tickets.Ticket, error)) error {
+	return postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		old, err := s.lockTicket(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		t, err := change(old)
+		if err != nil {
+			return err
+		}
+		subjectChanged := t.Subject != old.Subject
+		if !subjectChanged && t.Status == old.Status && t.ChannelID == old.ChannelID &&
+			sameRep(t.CustomerRepID, old.CustomerRepID) && sameJSON(t.CustomFields, old.CustomFields) {
+			return nil
+		}
+		t.UpdatedAt = s.now()
+		const set = `UPDATE tickets SET subject = $3, status = $4, channel_id = $5, customer_rep_id = $6,
+			custom_fields = $7, updated_at = $8`
+		args := []any{customerID, id, t.Subject, string(t.Status), t.ChannelID, t.CustomerRepID, []byte(t.CustomFields), t.UpdatedAt}
+		sql := set + ` WHERE customer_id = $1 AND ticket_id = $2`
+		if subjectChanged {
+			_, cfg := tickets.TextLanguage(t.Subject)
+			sql = set + `, search = ` + searchVector("$9", "$3") + ` WHERE customer_id = $1 AND ticket_id = $2`
+			args = append(args, cfg)
+		}
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+			return postgres.Error(err, "ticket")
+		}
+		prev := tickets.Status("")
+		if t.Status != old.Status {
+			prev = old.Status
+		}
+		return s.addTicketEvent(ctx, tx, contracts.EventTicketUpdated, t, prev)
+	})
+}
+
+// DeleteTicket deletes the customer's ticket; its messages, their topics,
+// votes, feedback and attachments go by ON DELETE CASCADE (the attachments'
+// trigger queues their bytes in blob_garbage). It writes ticket.deleted with
+// the ticket as it was.
+func (s *Store) DeleteTicket(ctx context.Context, customerID, id int64) error {
+	return postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		t, err := s.lockTicket(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM tickets WHERE customer_id = $1 AND ticket_id = $2`, customerID, id); err != nil {
+			return postgres.Error(err, "ticket")
+		}
+		return s.addTicketEvent(ctx, tx, contracts.EventTicketDeleted, t, "")
+	})
+}
+
+// BulkUpdateTickets locks the customer's tickets ids (sorted, distinct) in
+// id order, so concurrent bulk updates over overlapping ids queue instead
+// of deadlocking; an id that is not the customer's is a 404 naming every
+// such id. change returns the tickets that change, written by one UPDATE,
+// each with its ticket.updated. Any error leaves everything as it was.
+func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []int64,
+	change func([]tickets.Ticket) ([]tickets.TicketChange, error)) error {
+	return postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketCols+` FROM tickets t
+			WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`,
+			scanTicket, customerID, ids)
+		if err != nil {
+			return err
+		}
+		if len(locked) != len(ids) {
+			found := make(map[int64]bool, len(locked))
+			for _, t := range locked {
+				found[t.ID] = true
+			}
+			var missing []string
+			for _, id := range ids {
+				if !found[id] {
+					missing = append(missing, strconv.FormatInt(id, 10))
+				}
+			}
+			return &apperr.Error{Code: apperr.NotFound,
+				Message: strconv.Itoa(len(missing)) + " of the tickets were not found; nothing was changed",
+				Fields:  map[string]string{"ticketIDs": "not found: " + strings.Join(missing, ", ")}}
+		}
+		changes, err := change(locked)
+		if err != nil || len(changes) == 0 {
+			return err
+		}
+		now := s.now()
+		cids := make([]int64, len(changes))
+		statuses := make([]string, len(changes))
+		reps := make([]*int64, len(changes))
+		for i, c := range changes {
+			cids[i], statuses[i], reps[i] = c.Ticket.ID, string(c.Ticket.Status), c.Ticket.CustomerRepID
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tickets t SET status = u.status, customer_rep_id = u.rep, updated_at = $2
+			FROM unnest($3::bigint[], $4::text[], $5::bigint[]) AS u(id, status, rep)
+			WHERE t.customer_id = $1 AND t.ticket_id = u.id`, customerID, now, cids, statuses, reps); err != nil {
+			return postgres.Error(err, "ticket")
+		}
+		// The events' statements go to the server in one round trip.
+		q := &queuedTx{Tx: tx}
+		for _, c := range changes {
+			t := c.Ticket
+			t.UpdatedAt = now
+			prev := tickets.Status("")
+			if c.Previous != t.Status {
+				prev = c.Previous
+			}
+			if err := s.addTicketEvent(ctx, q, contracts.EventTicketUpdated, t, prev); err != nil {
+				return err
+			}
+		}
+		return postgres.Error(tx.SendBatch(ctx, &q.batch).Close(), "ticket")
+	})
+}
+
+// queuedTx is a transaction whose Exec queues the statement in a batch
+// (sent by the caller) instead of running it: many writes whose results
+// are not needed, such as outbox rows, in one round trip.
+type queuedTx struct {
+	pgx.Tx
+	batch pgx.Batch
+}
+
+func (q *queuedTx) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.batch.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
+}
+
+// Conversation bounds: the summary reads at most this many messages, each
+// cut to this many characters.
+const (
+	conversationMessages = 500
+	conversationChars    = 20_000
+)
+
+// Conversation returns a ticket and its messages, oldest first (the
+// sender and the first 20,000 characters of the text of at most 500
+// messages).
+func (s *Store) Conversation(ctx context.Context, customerID, id int64) (tickets.Ticket, []tickets.Message, error) {
+	t, err := scanTicket(s.db.QueryRow(ctx, `SELECT `+ticketCols+` FROM tickets t
+		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, id))
+	if err != nil {
+		return t, nil, postgres.Error(err, "ticket")
+	}
+	msgs, err := postgres.Collect(ctx, s.db, "message", `SELECT message_id, sender_type, left(message, $3), created_at
+		FROM ticket_messages WHERE customer_id = $1 AND ticket_id = $2 ORDER BY created_at, message_id LIMIT $4`,
+		func(row pgx.Row) (tickets.Message, error) {
+			m := tickets.Message{CustomerID: customerID, TicketID: id}
+			var sender string
+			err := row.Scan(&m.ID, &sender, &m.Text, &m.CreatedAt)
+			m.SenderType = tickets.SenderType(sender)
+			return m, err
+		}, customerID, id, conversationChars, conversationMessages)
+	return t, msgs, err
+}
