@@ -50,7 +50,6 @@ func New(d Deps, s *httpserver.Server) *Handlers { return &Handlers{Deps: d, s: 
 // The interfaces of the areas still being built.
 type (
 	Tickets     interface{}
-	Messages    interface{}
 	Attachments interface{}
 	Feedback    interface{}
 )
