@@ -293,7 +293,9 @@ type recordingStore struct {
 	message Message
 }
 
-func (s *recordingStore) Message(context.Context, int64, int64) (Message, error) { return s.message, nil }
+func (s *recordingStore) Message(context.Context, int64, int64) (Message, error) {
+	return s.message, nil
+}
 
 func (s *recordingStore) AddMessage(_ context.Context, _, ticketID int64, in NewMessage) (Message, error) {
 	s.added = ticketID
