@@ -50,9 +50,12 @@ func (s *Store) lockMessage(ctx context.Context, tx pgx.Tx, customerID, id int64
 		return tickets.Message{}, tickets.Ticket{}, postgres.Error(err, "message")
 	}
 	t, err := s.lockTicket(ctx, tx, customerID, ticketID)
-	if err != nil {
+	if apperr.Is(err, apperr.NotFound) {
 		// The ticket went between the two statements: so did the message.
 		return tickets.Message{}, t, apperr.E(apperr.NotFound, "message not found")
+	}
+	if err != nil {
+		return tickets.Message{}, t, err
 	}
 	m, err := scanMessage(tx.QueryRow(ctx, `SELECT `+messageCols+` FROM ticket_messages m
 		WHERE m.customer_id = $1 AND m.message_id = $2 FOR UPDATE OF m`, customerID, id))
