@@ -126,11 +126,13 @@ func msgCount(t *testing.T, table string, customerID int64) int {
 }
 
 // msgEvents waits until match accepts want events of type typ of the
-// customer (within 10 s) and returns them in stream order.
+// customer (within 10 s) and returns them in stream order. It then waits
+// longer than the outbox relay's poll interval and fails if more came:
+// an event written after the expected ones must not pass unseen.
 func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, match func(T) bool) []T {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	read := func() []T {
 		var out []T
 		for _, data := range backends.Messages(t, contracts.StreamEvents, contracts.EventSubject(typ)) {
 			var ev contracts.Event[T]
@@ -138,8 +140,13 @@ func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, matc
 				out = append(out, ev.Data)
 			}
 		}
+		return out
+	}
+	for {
+		out := read()
 		if len(out) >= want {
-			if len(out) > want {
+			time.Sleep(1500 * time.Millisecond)
+			if out = read(); len(out) != want {
 				t.Fatalf("%d %s events, want %d: %+v", len(out), typ, want, out)
 			}
 			return out
