@@ -65,7 +65,7 @@ var Services = []Service{
 	{
 		// End users, tickets and their messages.
 		Name:  "tickets",
-		Calls: []string{RPCChannel, RPCTopicNames, RPCTopicActions, RPCAccounts},
+		Calls: []string{RPCChannel, RPCTopicNames, RPCTopicActions, RPCAccounts, RPCTopicDocuments},
 		Publishes: []string{EventEndUserCreated, EventEndUserUpdated, EventEndUserDeleted,
 			EventTicketCreated, EventTicketUpdated, EventTicketDeleted,
 			EventMessageCreated, EventMessageUpdated, EventMessageDeleted,

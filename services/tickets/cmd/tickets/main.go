@@ -21,6 +21,7 @@ import (
 	"supportplatform.dev/services/tickets/internal/lookup"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
+	"supportplatform.dev/services/tickets/internal/topicsync"
 )
 
 // Config of tickets.
@@ -67,9 +68,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		PendingTTL: cfg.RequestTimeout + 10*time.Second, Fail: deps.Server.Fail})
 	look := lookup.New(deps.Bus)
 	_ = look
+	// Topic names follow topic.updated and topic.deleted; the bus drains
+	// the consumer at shutdown.
+	if err := topicsync.Start(ctx, deps.Bus, store); err != nil {
+		return err
+	}
 	httpapi.New(httpapi.Deps{
 		EndUsers: tickets.NewEndUsers(store),
 		Tickets:  tickets.NewTickets(store, look),
+		Messages: tickets.NewMessages(store, look, deps.Now),
 	}, deps.Server).Routes(deps.Server.Engine, deps.Auth(), idempotent)
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -49,7 +49,6 @@ func New(d Deps, s *httpserver.Server) *Handlers { return &Handlers{Deps: d, s: 
 
 // The interfaces of the areas still being built.
 type (
-	Messages    interface{}
 	Attachments interface{}
 	Feedback    interface{}
 )

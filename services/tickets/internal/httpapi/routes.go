@@ -40,6 +40,16 @@ func (h *Handlers) ticketRoutes(api *gin.RouterGroup, idempotent gin.HandlerFunc
 
 // messageRoutes: /api/TicketMessages and the actions on a message.
 func (h *Handlers) messageRoutes(api *gin.RouterGroup, idempotent gin.HandlerFunc) {
+	api.GET("/api/TicketMessages", h.s.Handle(h.listMessages))
+	api.GET("/api/TicketMessages/:id", h.s.Handle(h.getMessage))
+	api.POST("/api/TicketMessages", idempotent, h.s.Handle(h.createMessage))
+	api.PATCH("/api/TicketMessages/:id", h.s.Handle(h.patchMessage))
+	api.DELETE("/api/TicketMessages/:id", h.s.Handle(h.deleteMessage))
+	api.PUT("/api/TicketMessages/:id/topics", h.s.Handle(h.setMessageTopics))
+	api.POST("/api/TicketMessages/:id/send-reply", h.s.Handle(h.sendReply))
+	api.POST("/api/TicketMessages/:id/escalate", h.s.Handle(h.escalateMessage))
+	api.POST("/api/TicketMessages/:id/detect-topics", h.s.Handle(h.detectTopics))
+	api.GET("/api/TicketMessages/:id/prompt-documents", h.s.Handle(h.promptDocuments))
 }
 
 // attachmentRoutes: /api/TicketMessages/{id}/attachments.

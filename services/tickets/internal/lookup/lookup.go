@@ -46,3 +46,11 @@ func (c *Client) Accounts(ctx context.Context, customerID int64, ids ...int64) (
 		contracts.AccountsRequest{CustomerID: customerID, AccountIDs: ids})
 	return reply.Accounts, err
 }
+
+// TopicDocuments lists the documents linked to the customer's live topics
+// among topicIDs, each once, most relevant first, at most limit.
+func (c *Client) TopicDocuments(ctx context.Context, customerID int64, topicIDs []int64, limit int) ([]contracts.LinkedDocument, error) {
+	reply, err := natsbus.Request[contracts.TopicDocumentsRequest, contracts.TopicDocumentsReply](ctx, c.bus, contracts.RPCTopicDocuments,
+		contracts.TopicDocumentsRequest{CustomerID: customerID, TopicIDs: topicIDs, Limit: limit})
+	return reply.Documents, err
+}

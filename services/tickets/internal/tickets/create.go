@@ -25,6 +25,7 @@ type Lookups interface {
 	TopicNames(ctx context.Context, customerID int64, ids []int64) (map[int64]string, error)
 	TopicActions(ctx context.Context, customerID, topicID int64) ([]contracts.LinkedAction, error)
 	Accounts(ctx context.Context, customerID int64, ids ...int64) ([]contracts.AccountSummary, error)
+	TopicDocuments(ctx context.Context, customerID int64, topicIDs []int64, limit int) ([]contracts.LinkedDocument, error)
 }
 
 // TicketInput is a ticket as a client sends it: POST /api/Tickets, or the

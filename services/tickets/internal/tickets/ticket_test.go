@@ -67,20 +67,20 @@ func TestParseStatusAndSender(t *testing.T) {
 	}
 }
 
-// fakeLookups answers channel lookups from a map (the NATS client is tested
+// channelLookups answers channel lookups from a map (the NATS client is tested
 // end to end).
-type fakeLookups struct {
+type channelLookups struct {
 	Lookups
 	channels map[int64]contracts.ChannelReply
 	err      error
 }
 
-func (f fakeLookups) Channel(_ context.Context, _, id int64) (contracts.ChannelReply, error) {
+func (f channelLookups) Channel(_ context.Context, _, id int64) (contracts.ChannelReply, error) {
 	return f.channels[id], f.err
 }
 
 func TestValidateTicket(t *testing.T) {
-	look := fakeLookups{channels: map[int64]contracts.ChannelReply{
+	look := channelLookups{channels: map[int64]contracts.ChannelReply{
 		1: {Exists: true, ChannelID: 1},
 		2: {Exists: true, ChannelID: 2, IsDeleted: true},
 	}}
@@ -114,7 +114,7 @@ func TestValidateTicket(t *testing.T) {
 		}
 	}
 	// The mail context not answering is not the client's fault.
-	down := fakeLookups{err: apperr.E(apperr.Unavailable, "no answer")}
+	down := channelLookups{err: apperr.E(apperr.Unavailable, "no answer")}
 	if _, err := ValidateTicket(ctx, down, 7, TicketInput{Subject: "s", ChannelID: 1, EndUserID: 3}); !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("lookup down: %v", err)
 	}

@@ -33,6 +33,10 @@ func (tkLookups) TopicActions(context.Context, int64, int64) ([]contracts.Linked
 	return nil, nil
 }
 
+func (tkLookups) TopicDocuments(context.Context, int64, []int64, int) ([]contracts.LinkedDocument, error) {
+	return nil, nil
+}
+
 func (l tkLookups) Accounts(_ context.Context, _ int64, ids ...int64) ([]contracts.AccountSummary, error) {
 	roles := map[int64]string{10: "admin", 11: "agent", 12: "integration"}
 	var out []contracts.AccountSummary

@@ -1,0 +1,222 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+// Every change of a message locks its ticket first and then the message
+// (lockMessage), the order insertMessage and the ticket changes use too, so
+// two changes of one ticket never wait on each other in opposite orders.
+
+// ListMessages pages through the messages of one of the customer's
+// tickets, oldest first; another customer's ticket is a 404.
+func (s *Store) ListMessages(ctx context.Context, customerID, ticketID int64, p paging.Page) ([]tickets.Message, int, error) {
+	var exists bool
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tickets WHERE customer_id = $1 AND ticket_id = $2)`,
+		customerID, ticketID).Scan(&exists); err != nil {
+		return nil, 0, postgres.Error(err, "ticket")
+	}
+	if !exists {
+		return nil, 0, apperr.E(apperr.NotFound, "ticket not found")
+	}
+	const where = `WHERE m.customer_id = $1 AND m.ticket_id = $2`
+	return postgres.Page(ctx, s.db, "message",
+		`SELECT count(*) FROM ticket_messages m `+where,
+		`SELECT `+messageCols+` FROM ticket_messages m `+where+` ORDER BY m.created_at, m.message_id LIMIT $3 OFFSET $4`,
+		scanMessage, p, customerID, ticketID)
+}
+
+// Message returns a message of the customer.
+func (s *Store) Message(ctx context.Context, customerID, id int64) (tickets.Message, error) {
+	m, err := scanMessage(s.db.QueryRow(ctx, `SELECT `+messageCols+` FROM ticket_messages m
+		WHERE m.customer_id = $1 AND m.message_id = $2`, customerID, id))
+	return m, postgres.Error(err, "message")
+}
+
+// lockMessage locks the ticket of the customer's message, then the
+// message, and returns both.
+func (s *Store) lockMessage(ctx context.Context, tx pgx.Tx, customerID, id int64) (tickets.Message, tickets.Ticket, error) {
+	var ticketID int64
+	if err := tx.QueryRow(ctx, `SELECT ticket_id FROM ticket_messages WHERE customer_id = $1 AND message_id = $2`,
+		customerID, id).Scan(&ticketID); err != nil {
+		return tickets.Message{}, tickets.Ticket{}, postgres.Error(err, "message")
+	}
+	t, err := s.lockTicket(ctx, tx, customerID, ticketID)
+	if apperr.Is(err, apperr.NotFound) {
+		// The ticket went between the two statements: so did the message.
+		return tickets.Message{}, t, apperr.E(apperr.NotFound, "message not found")
+	}
+	if err != nil {
+		return tickets.Message{}, t, err
+	}
+	m, err := scanMessage(tx.QueryRow(ctx, `SELECT `+messageCols+` FROM ticket_messages m
+		WHERE m.customer_id = $1 AND m.message_id = $2 FOR UPDATE OF m`, customerID, id))
+	return m, t, postgres.Error(err, "message")
+}
+
+// AddMessage inserts a message into one of the customer's tickets (an
+// end-user message reopens it: insertMessage).
+func (s *Store) AddMessage(ctx context.Context, customerID, ticketID int64, in tickets.NewMessage) (tickets.Message, error) {
+	var m tickets.Message
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		t, err := s.lockTicket(ctx, tx, customerID, ticketID)
+		if err != nil {
+			return err
+		}
+		m, _, err = s.insertMessage(ctx, tx, t, in)
+		return err
+	})
+	return m, postgres.Error(err, "message")
+}
+
+// OpenTicketWithMessage inserts a ticket and its first message in one
+// transaction.
+func (s *Store) OpenTicketWithMessage(ctx context.Context, customerID int64, nt tickets.NewTicket, in tickets.NewMessage) (tickets.Message, error) {
+	var m tickets.Message
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		t, err := s.insertTicket(ctx, tx, customerID, nt)
+		if err != nil {
+			return err
+		}
+		m, _, err = s.insertMessage(ctx, tx, t, in)
+		return err
+	})
+	return m, postgres.Error(err, "message")
+}
+
+// PatchMessage applies a merge patch to a message (ticket.message.updated
+// when it changed anything). A new text is indexed again in its language.
+func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, p tickets.MessagePatch) error {
+	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		m, t, err := s.lockMessage(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		c, err := p.Apply(m, now)
+		if err != nil || !c.Changed {
+			return err
+		}
+		lang, cfg := tickets.TextLanguage(c.Text)
+		var replyText *string
+		if c.AIReplyStatus != tickets.AIReplyNone || c.AIReplyText != "" {
+			replyText = &c.AIReplyText
+		}
+		// The search columns are written again only for a new text.
+		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET message = $3,
+			search_config = CASE WHEN $4 THEN $5::regconfig ELSE search_config END,
+			search = CASE WHEN $4 THEN `+searchVector("$5", "$3")+` ELSE search END,
+			ai_reply_text = $6, ai_reply_status = $7, ai_reply_at = $8, custom_fields = $9, updated_at = $10
+			WHERE customer_id = $1 AND message_id = $2`,
+			customerID, id, c.Text, c.TextChanged, cfg, replyText, string(c.AIReplyStatus), c.AIReplyAt,
+			[]byte(c.CustomFields), now); err != nil {
+			return err
+		}
+		return s.addMessageEvent(ctx, tx, contracts.EventMessageUpdated, t, m, lang)
+	}), "message")
+}
+
+// DeleteMessage deletes a message; its topics, votes, escalation comments
+// and attachments go with it (the attachments' bytes are queued in
+// blob_garbage by the trigger). It writes ticket.message.deleted.
+func (s *Store) DeleteMessage(ctx context.Context, customerID, id int64) error {
+	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		m, t, err := s.lockMessage(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM ticket_messages WHERE customer_id = $1 AND message_id = $2`, customerID, id); err != nil {
+			return err
+		}
+		return s.addMessageEvent(ctx, tx, contracts.EventMessageDeleted, t, m, "")
+	}), "message")
+}
+
+// SendReply adds the message's reply (tickets.ReplyToSend decides which
+// text, or refuses) as a new Agent message of the ticket, marks the reply
+// sent or modified and writes message.reply.sent, in one transaction. The
+// reply keeps the text that was sent.
+func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.ReplyInput) (tickets.Message, error) {
+	var sent tickets.Message
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		m, t, err := s.lockMessage(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		text, status, err := tickets.ReplyToSend(m, r.ModifiedAnswer)
+		if err != nil {
+			return err
+		}
+		account := r.AccountID
+		var by *int64
+		if account > 0 {
+			by = &account
+		}
+		if sent, t, err = s.insertMessage(ctx, tx, t, tickets.NewMessage{SenderType: tickets.SenderAgent,
+			SenderAccountID: by, Text: text, CustomFields: []byte(`{}`)}); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET ai_reply_text = $3, ai_reply_status = $4,
+			ai_reply_at = coalesce(ai_reply_at, $5), updated_at = $5 WHERE customer_id = $1 AND message_id = $2`,
+			customerID, id, text, string(status), s.now()); err != nil {
+			return err
+		}
+		return s.addEvent(ctx, tx, contracts.EventReplySent, customerID, contracts.ReplySent{
+			MessageID: sent.ID, InReplyToID: m.ID, TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID,
+			Text: text, Modified: status == tickets.AIReplyModified,
+		})
+	})
+	return sent, postgres.Error(err, "message")
+}
+
+// EscalateMessage marks the message escalated, moves its ticket to
+// Escalated (a Closed ticket cannot be: 409), appends the comment to the
+// ticket's feedback comments and writes message.escalated.
+func (s *Store) EscalateMessage(ctx context.Context, customerID, id int64, e tickets.Escalation) error {
+	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		m, t, err := s.lockMessage(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		if !tickets.CanTransition(t.Status, tickets.StatusEscalated) {
+			return tickets.TransitionError(t.Status, tickets.StatusEscalated)
+		}
+		now := s.now()
+		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET is_escalated = true, updated_at = $3
+			WHERE customer_id = $1 AND message_id = $2`, customerID, id, now); err != nil {
+			return err
+		}
+		if _, err := s.setTicketStatus(ctx, tx, t, tickets.StatusEscalated); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO feedback_comments (customer_id, ticket_id, message_id, comment, email, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, customerID, t.ID, m.ID, e.Comment, e.Email, now); err != nil {
+			return err
+		}
+		return s.addEvent(ctx, tx, contracts.EventMessageEscalated, customerID, contracts.MessageEscalated{
+			MessageID: m.ID, TicketID: t.ID, FeedbackComment: e.Comment, Email: e.Email,
+		})
+	}), "message")
+}
+
+// RequestTopicDetection writes ticket.message.topic-detection.requested
+// for a message of the customer.
+func (s *Store) RequestTopicDetection(ctx context.Context, customerID, id int64) error {
+	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		var ticketID int64
+		if err := tx.QueryRow(ctx, `SELECT ticket_id FROM ticket_messages WHERE customer_id = $1 AND message_id = $2`,
+			customerID, id).Scan(&ticketID); err != nil {
+			return err
+		}
+		return s.addEvent(ctx, tx, contracts.EventTopicDetectionRequested, customerID,
+			contracts.TopicDetectionRequested{MessageID: id, TicketID: ticketID})
+	}), "message")
+}

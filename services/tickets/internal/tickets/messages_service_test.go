@@ -1,0 +1,385 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/paging"
+)
+
+func wantFields(t *testing.T, err error, code apperr.Code, fields ...string) {
+	t.Helper()
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || ae.Code != code {
+		t.Fatalf("error %v, want code %s", err, code)
+	}
+	for _, f := range fields {
+		if ae.Fields[f] == "" {
+			t.Fatalf("error %v does not name %s", err, f)
+		}
+	}
+}
+
+// RFC 7396, appendix A, and what customFieldsData needs of it.
+func TestMergePatch(t *testing.T) {
+	tests := []struct{ target, patch, want string }{
+		{`{"a":"b"}`, `{"a":"c"}`, `{"a":"c"}`},
+		{`{"a":"b"}`, `{"b":"c"}`, `{"a":"b","b":"c"}`},
+		{`{"a":"b"}`, `{"a":null}`, `{}`},
+		{`{"a":"b","b":"c"}`, `{"a":null}`, `{"b":"c"}`},
+		{`{"a":["b"]}`, `{"a":"c"}`, `{"a":"c"}`},
+		{`{"a":"c"}`, `{"a":["b"]}`, `{"a":["b"]}`},
+		{`{"a":{"b":"c"}}`, `{"a":{"b":"d","c":null}}`, `{"a":{"b":"d"}}`},
+		{`{"a":[{"b":"c"}]}`, `{"a":[1]}`, `{"a":[1]}`},
+		{`["a","b"]`, `["c","d"]`, `["c","d"]`},
+		{`{"a":"b"}`, `["c"]`, `["c"]`},
+		{`{"a":"foo"}`, `null`, `null`},
+		{`{"a":"foo"}`, `"bar"`, `"bar"`},
+		{`{"e":null}`, `{"a":1}`, `{"a":1,"e":null}`},
+		{`[1,2]`, `{"a":"b","c":null}`, `{"a":"b"}`},
+		{`{}`, `{"a":{"bb":{"ccc":null}}}`, `{"a":{"bb":{}}}`},
+		{``, `{"a":1}`, `{"a":1}`},
+		// Numbers keep their text (no float64 rounding).
+		{`{"n":12345678901234567890}`, `{"m":0.10}`, `{"m":0.10,"n":12345678901234567890}`},
+	}
+	for _, tt := range tests {
+		got, err := MergePatch(json.RawMessage(tt.target), json.RawMessage(tt.patch))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("merge %s with %s = %s, %v; want %s", tt.target, tt.patch, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseMessagePatch(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		fields []string // the 400 names these; none: valid
+		check  func(t *testing.T, p MessagePatch)
+	}{
+		{name: "empty object", body: `{}`, check: func(t *testing.T, p MessagePatch) {
+			if p.Text != nil || p.SetAIReply || p.CustomFields != nil {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "message trimmed, any case", body: `{"MESSAGE":"  new text "}`, check: func(t *testing.T, p MessagePatch) {
+			if p.Text == nil || *p.Text != "new text" {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "reply text", body: `{"aiReply":{"Text":"Hello"}}`, check: func(t *testing.T, p MessagePatch) {
+			if !p.SetAIReply || p.AIReplyText == nil || *p.AIReplyText != "Hello" {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "reply text null clears", body: `{"aiReply":{"text":null}}`, check: func(t *testing.T, p MessagePatch) {
+			if !p.SetAIReply || p.AIReplyText != nil {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "reply null clears", body: `{"aiReply":null}`, check: func(t *testing.T, p MessagePatch) {
+			if !p.SetAIReply || p.AIReplyText != nil {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "reply without text changes nothing", body: `{"aiReply":{}}`, check: func(t *testing.T, p MessagePatch) {
+			if p.SetAIReply {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{name: "custom fields", body: `{"customFieldsData":{"a":1,"b":null}}`, check: func(t *testing.T, p MessagePatch) {
+			if string(p.CustomFields) != `{"a":1,"b":null}` {
+				t.Fatalf("%s", p.CustomFields)
+			}
+		}},
+		{name: "custom fields null", body: `{"customFieldsData":null}`, check: func(t *testing.T, p MessagePatch) {
+			if string(p.CustomFields) != `null` {
+				t.Fatalf("%s", p.CustomFields)
+			}
+		}},
+		{name: "not an object", body: `["message"]`, fields: []string{}},
+		{name: "other fields", body: `{"ticketID":3,"senderType":"Agent","message":"ok"}`, fields: []string{"ticketID", "senderType"}},
+		{name: "reply status", body: `{"aiReply":{"status":"sent","text":"x"}}`, fields: []string{"aiReply.status"}},
+		{name: "message null", body: `{"message":null}`, fields: []string{"message"}},
+		{name: "message blank", body: `{"message":"   "}`, fields: []string{"message"}},
+		{name: "message number", body: `{"message":5}`, fields: []string{"message"}},
+		{name: "message control character", body: `{"message":"a\u0007b"}`, fields: []string{"message"}},
+		{name: "message twice", body: `{"message":"a","Message":"b"}`, fields: []string{"Message"}},
+		{name: "reply text blank", body: `{"aiReply":{"text":" "}}`, fields: []string{"aiReply.text"}},
+		{name: "reply text number", body: `{"aiReply":{"text":1}}`, fields: []string{"aiReply.text"}},
+		{name: "reply a string", body: `{"aiReply":"x"}`, fields: []string{"aiReply"}},
+		{name: "custom fields array", body: `{"customFieldsData":[1]}`, fields: []string{"customFieldsData"}},
+		{name: "too long", body: `{"message":"` + strings.Repeat("a", MaxMessageLen+1) + `"}`, fields: []string{"message"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParseMessagePatch([]byte(tt.body))
+			if tt.fields != nil {
+				wantFields(t, err, apperr.Invalid, tt.fields...)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, p)
+		})
+	}
+}
+
+func TestPatchApply(t *testing.T) {
+	now := time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)
+	earlier := now.Add(-time.Hour)
+	base := Message{Text: "hello", AIReplyStatus: AIReplyNone, CustomFields: json.RawMessage(`{"a":1,"b":2}`)}
+	prepared := base
+	prepared.AIReplyText, prepared.AIReplyStatus, prepared.AIReplyAt = "draft", AIReplyPrepared, &earlier
+	tests := []struct {
+		name    string
+		m       Message
+		patch   string
+		code    apperr.Code // "" = ok
+		changed bool
+		check   func(t *testing.T, c MessageChange)
+	}{
+		{name: "nothing", m: base, patch: `{}`},
+		{name: "same text", m: base, patch: `{"message":"hello"}`},
+		{name: "new text", m: base, patch: `{"message":"bye"}`, changed: true, check: func(t *testing.T, c MessageChange) {
+			if c.Text != "bye" || !c.TextChanged {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "prepare a reply", m: base, patch: `{"aiReply":{"text":"answer"}}`, changed: true, check: func(t *testing.T, c MessageChange) {
+			if c.AIReplyText != "answer" || c.AIReplyStatus != AIReplyPrepared || c.AIReplyAt == nil || !c.AIReplyAt.Equal(now) || c.TextChanged {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "same prepared reply", m: prepared, patch: `{"aiReply":{"text":"draft"}}`},
+		{name: "clear a reply", m: prepared, patch: `{"aiReply":{"text":null}}`, changed: true, check: func(t *testing.T, c MessageChange) {
+			if c.AIReplyText != "" || c.AIReplyStatus != AIReplyNone || c.AIReplyAt != nil {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "clear no reply", m: base, patch: `{"aiReply":null}`},
+		{name: "pending reply prepared", m: Message{AIReplyStatus: AIReplyPending, CustomFields: json.RawMessage(`{}`)},
+			patch: `{"aiReply":{"text":"x"}}`, changed: true},
+		{name: "sent reply", m: Message{AIReplyText: "x", AIReplyStatus: AIReplySent}, patch: `{"aiReply":{"text":"y"}}`, code: apperr.Conflict},
+		{name: "modified reply cleared", m: Message{AIReplyText: "x", AIReplyStatus: AIReplyModified}, patch: `{"aiReply":null}`, code: apperr.Conflict},
+		{name: "merge custom fields", m: base, patch: `{"customFieldsData":{"b":null,"c":{"d":true}}}`, changed: true,
+			check: func(t *testing.T, c MessageChange) {
+				if string(c.CustomFields) != `{"a":1,"c":{"d":true}}` {
+					t.Fatalf("%s", c.CustomFields)
+				}
+			}},
+		{name: "empty custom fields", m: base, patch: `{"customFieldsData":null}`, changed: true, check: func(t *testing.T, c MessageChange) {
+			if string(c.CustomFields) != `{}` {
+				t.Fatalf("%s", c.CustomFields)
+			}
+		}},
+		{name: "same custom fields", m: base, patch: `{"customFieldsData":{"a":1}}`},
+		{name: "custom fields over the key limit", m: base, patch: `{"customFieldsData":` + manyKeys(MaxCustomFields) + `}`, code: apperr.Invalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParseMessagePatch([]byte(tt.patch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := p.Apply(tt.m, now)
+			if tt.code != "" {
+				wantFields(t, err, tt.code)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Changed != tt.changed {
+				t.Fatalf("changed %v, want %v: %+v", c.Changed, tt.changed, c)
+			}
+			if tt.check != nil {
+				tt.check(t, c)
+			}
+		})
+	}
+}
+
+// manyKeys is an object of n keys k0..k(n-1), which with "a" and "b" of
+// the target is over MaxCustomFields.
+func manyKeys(n int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"k` + string(rune('a'+i%26)) + strings.Repeat("x", i/26) + `":1`)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func TestReplyToSend(t *testing.T) {
+	tests := []struct {
+		name       string
+		m          Message
+		modified   string
+		wantText   string
+		wantStatus AIReplyStatus
+		conflict   string // the field the 409 names
+	}{
+		{"prepared", Message{AIReplyText: "draft", AIReplyStatus: AIReplyPrepared}, "", "draft", AIReplySent, ""},
+		{"prepared, modified", Message{AIReplyText: "draft", AIReplyStatus: AIReplyPrepared}, "mine", "mine", AIReplyModified, ""},
+		{"none, modified", Message{AIReplyStatus: AIReplyNone}, "mine", "mine", AIReplyModified, ""},
+		{"none", Message{AIReplyStatus: AIReplyNone}, "", "", "", "modifiedAnswer"},
+		{"pending", Message{AIReplyStatus: AIReplyPending}, "", "", "", "modifiedAnswer"},
+		{"sent", Message{AIReplyText: "draft", AIReplyStatus: AIReplySent}, "", "", "", "aiReply"},
+		{"sent, modified", Message{AIReplyText: "draft", AIReplyStatus: AIReplySent}, "mine", "", "", "aiReply"},
+		{"modified", Message{AIReplyText: "mine", AIReplyStatus: AIReplyModified}, "", "", "", "aiReply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, status, err := ReplyToSend(tt.m, tt.modified)
+			if tt.conflict != "" {
+				wantFields(t, err, apperr.Conflict, tt.conflict)
+				return
+			}
+			if err != nil || text != tt.wantText || status != tt.wantStatus {
+				t.Fatalf("%q %q %v", text, status, err)
+			}
+		})
+	}
+}
+
+func TestValidateEscalation(t *testing.T) {
+	tests := []struct {
+		name, comment, email string
+		fields               []string
+	}{
+		{"valid", " Wrong answer ", "Lead@Example.com", nil},
+		{"missing both", "", "", []string{"feedbackComment", "email"}},
+		{"display name", "x", "Lead <lead@example.com>", []string{"email"}},
+		{"two addresses", "x", "a@example.com, b@example.com", []string{"email"}},
+		{"not an address", "x", "lead", []string{"email"}},
+		{"comment too long", strings.Repeat("é", MaxFeedbackCommentLen+1), "a@example.com", []string{"feedbackComment"}},
+		{"comment at the limit", strings.Repeat("é", MaxFeedbackCommentLen), "a@example.com", nil},
+		{"control character", "a\x00b", "a@example.com", []string{"feedbackComment"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := ValidateEscalation(tt.comment, tt.email)
+			if tt.fields != nil {
+				wantFields(t, err, apperr.Invalid, tt.fields...)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.name == "valid" && (e.Comment != "Wrong answer" || e.Email != "lead@example.com") {
+				t.Fatalf("%+v", e)
+			}
+		})
+	}
+}
+
+// recordingStore records what reaches the store.
+type recordingStore struct {
+	MessageStore
+	opened  *NewTicket
+	added   int64
+	message Message
+}
+
+func (s *recordingStore) Message(context.Context, int64, int64) (Message, error) {
+	return s.message, nil
+}
+
+func (s *recordingStore) AddMessage(_ context.Context, _, ticketID int64, in NewMessage) (Message, error) {
+	s.added = ticketID
+	return Message{TicketID: ticketID, Text: in.Text}, nil
+}
+
+func (s *recordingStore) OpenTicketWithMessage(_ context.Context, _ int64, t NewTicket, m NewMessage) (Message, error) {
+	s.opened = &t
+	return Message{Text: m.Text, SenderAccountID: m.SenderAccountID}, nil
+}
+
+func (s *recordingStore) ListMessages(context.Context, int64, int64, paging.Page) ([]Message, int, error) {
+	return nil, 0, nil
+}
+
+func TestCreateMessageValidation(t *testing.T) {
+	look := &fakeLookups{channels: map[int64]contracts.ChannelReply{4: {Exists: true}, 5: {Exists: true, IsDeleted: true}}}
+	ticket := func(id int64) *int64 { return &id }
+	tests := []struct {
+		name   string
+		in     CreateMessageInput
+		fields []string
+		opened bool
+		added  int64
+	}{
+		{name: "into a ticket", in: CreateMessageInput{TicketID: ticket(3), Message: MessageInput{Text: "hi"}}, added: 3},
+		{name: "into a ticket with ticket fields", in: CreateMessageInput{TicketID: ticket(3), Message: MessageInput{Text: "hi"},
+			TicketFields: []string{"subject", "channelID"}}, fields: []string{"subject", "channelID"}},
+		{name: "into ticket 0", in: CreateMessageInput{TicketID: ticket(0), Message: MessageInput{Text: "hi"}}, fields: []string{"ticketID"}},
+		{name: "into a ticket without text", in: CreateMessageInput{TicketID: ticket(3), Message: MessageInput{SenderType: "Bot"}},
+			fields: []string{"message", "senderType"}},
+		{name: "opens a ticket", in: CreateMessageInput{Message: MessageInput{Text: "hi", SenderType: "agent"},
+			Ticket: TicketInput{Subject: "Help", ChannelID: 4, EndUserID: 2}}, opened: true},
+		{name: "every field problem at once", in: CreateMessageInput{Message: MessageInput{Text: " ", CustomFields: json.RawMessage(`[1]`)}},
+			fields: []string{"message", "subject", "channelID", "endUserID", "customFieldsData"}},
+		{name: "deleted channel", in: CreateMessageInput{Message: MessageInput{Text: "hi"},
+			Ticket: TicketInput{Subject: "Help", ChannelID: 5, EndUserID: 2}}, fields: []string{"channelID"}},
+		{name: "bad message and unknown channel", in: CreateMessageInput{Message: MessageInput{Text: ""},
+			Ticket: TicketInput{Subject: "Help", ChannelID: 6, EndUserID: 2}}, fields: []string{"message", "channelID"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &recordingStore{}
+			m, err := NewMessages(st, look, time.Now).CreateMessage(context.Background(), 1, 77, tt.in)
+			if tt.fields != nil {
+				wantFields(t, err, apperr.Invalid, tt.fields...)
+				if st.opened != nil || st.added != 0 {
+					t.Fatal("an invalid message reached the store")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (st.opened != nil) != tt.opened || st.added != tt.added {
+				t.Fatalf("opened %v, added to %d", st.opened, st.added)
+			}
+			if tt.opened && (m.SenderAccountID == nil || *m.SenderAccountID != 77 || st.opened.Status != StatusOpen) {
+				t.Fatalf("agent message %+v, ticket %+v", m, st.opened)
+			}
+		})
+	}
+}
+
+func TestPromptDocuments(t *testing.T) {
+	st := &recordingStore{message: Message{Topics: []MessageTopic{{TopicID: 1}, {TopicID: 2}}}}
+	doc := func(id int64) contracts.LinkedDocument {
+		return contracts.LinkedDocument{DocumentID: id, Title: "T", Content: "C"}
+	}
+	look := &fakeLookups{docs: []contracts.LinkedDocument{doc(5), doc(3), doc(5), doc(8), doc(1), doc(2), doc(9)}}
+	docs, err := NewMessages(st, look, time.Now).PromptDocuments(context.Background(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, d := range docs {
+		ids = append(ids, d.DocumentID)
+	}
+	if len(ids) != 5 || ids[0] != 5 || ids[1] != 3 || ids[2] != 8 || ids[3] != 1 || ids[4] != 2 {
+		t.Fatalf("documents %v", ids)
+	}
+
+	st.message = Message{}
+	if docs, err = NewMessages(st, look, time.Now).PromptDocuments(context.Background(), 1, 1); err != nil || docs == nil || len(docs) != 0 {
+		t.Fatalf("no topics: %v %v", docs, err)
+	}
+}
