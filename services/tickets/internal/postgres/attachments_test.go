@@ -200,7 +200,7 @@ func TestUploadListOpenDelete(t *testing.T) {
 	}
 }
 
-func errOnly[T any](_ T, err error) error       { return err }
+func errOnly[T any](_ T, err error) error        { return err }
 func errOf3[A, B any](_ A, _ B, err error) error { return err }
 
 // Over the cap: TooLarge, no metadata and no bytes; exactly the cap is
