@@ -49,10 +49,8 @@ func New(d Deps, s *httpserver.Server) *Handlers { return &Handlers{Deps: d, s: 
 
 // The interfaces of the areas still being built.
 type (
-	Tickets     interface{}
-	Messages    interface{}
-	Attachments interface{}
-	Feedback    interface{}
+	Tickets  interface{}
+	Messages interface{}
 )
 
 func optional(s string) *string {
