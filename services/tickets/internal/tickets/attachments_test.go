@@ -56,14 +56,16 @@ func (b *fakeBlobs) Put(_ context.Context, key string, r io.Reader) error {
 }
 
 func (b *fakeBlobs) Open(context.Context, string) (io.ReadCloser, int64, error) { return nil, 0, nil }
-func (b *fakeBlobs) Delete(context.Context, string) error                      { return nil }
+func (b *fakeBlobs) Delete(context.Context, string) error                       { return nil }
 
 type fakeAttachmentStore struct {
 	AttachmentStore
 	added []Attachment
 }
 
-func (s *fakeAttachmentStore) ReserveBlob(context.Context, int64, int64, string, time.Time) error { return nil }
+func (s *fakeAttachmentStore) ReserveBlob(context.Context, int64, int64, string, time.Time) error {
+	return nil
+}
 func (s *fakeAttachmentStore) AddAttachment(_ context.Context, a Attachment) (Attachment, error) {
 	s.added = append(s.added, a)
 	return a, nil
