@@ -22,6 +22,11 @@ type Service struct {
 	Streams []string
 	// Consumes are the streams it reads with its own durable consumers.
 	Consumes []string
+	// Buckets are the JetStream Object Store buckets it owns (base names,
+	// Bucket* constants; Names.Stream gives the full bucket name): it
+	// creates them, writes, reads and deletes objects in them, and may
+	// touch no other bucket.
+	Buckets []string
 }
 
 // Services is the table of every service that connects to NATS.
@@ -74,6 +79,8 @@ var Services = []Service{
 		Streams: []string{StreamEvents},
 		// Topic names follow topic.updated and topic.deleted.
 		Consumes: []string{StreamEvents},
+		// Attachment bytes.
+		Buckets: []string{BucketAttachments},
 	},
 }
 
@@ -143,7 +150,43 @@ func (n Names) Permissions(s Service) Permissions {
 		}
 		p.Publish = append(p.Publish, "$JS.ACK."+name+".>")
 	}
+	for _, b := range s.Buckets {
+		p.Publish = append(p.Publish, n.bucketPermissions(b)...)
+	}
 	return p
+}
+
+// BucketAttachments is the Object Store bucket of the tickets service's
+// message attachments.
+const BucketAttachments = "ATTACHMENTS"
+
+// ObjectStream is the name of the stream behind an Object Store bucket
+// (nats.go's OBJ_<bucket>).
+func ObjectStream(bucket string) string { return "OBJ_" + bucket }
+
+// bucketPermissions are what nats.go's Object Store does with one bucket
+// (base name b): declare its stream; publish chunks and metadata on
+// $O.<bucket>.>; read metadata with direct gets (STREAM.MSG.GET when
+// direct gets are off); read chunks with an ordered push consumer, which
+// is created, recreated after a gap and deleted, and whose flow-control
+// requests are answered on $JS.FC; purge an object's subjects to delete
+// it. The replies come to the service's own inbox (already allowed).
+// Nothing here names another bucket, and deleting the stream is not
+// allowed.
+func (n Names) bucketPermissions(b string) []string {
+	bucket := n.Stream(b)
+	stream := ObjectStream(bucket)
+	var out []string
+	for _, op := range []string{"CREATE", "UPDATE", "INFO", "PURGE", "MSG.GET"} {
+		out = append(out, jsAPI+"STREAM."+op+"."+stream)
+	}
+	return append(out,
+		jsAPI+"DIRECT.GET."+stream, jsAPI+"DIRECT.GET."+stream+".>",
+		jsAPI+"CONSUMER.CREATE."+stream, jsAPI+"CONSUMER.CREATE."+stream+".>",
+		jsAPI+"CONSUMER.DELETE."+stream+".>", jsAPI+"CONSUMER.INFO."+stream+".>",
+		"$JS.FC."+stream+".>",
+		"$O."+bucket+".>",
+	)
 }
 
 // HarnessPermissions are the harness user's: publish everything under the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
@@ -245,4 +246,79 @@ func publishEvent(ctx context.Context, b *natsbus.Bus, eventType string) error {
 		return err
 	}
 	return b.PublishRaw(ctx, m.Subject, m.ID, m.Data)
+}
+
+// A service with a bucket can do with it what nats.go's Object Store does
+// (create, put, read through an ordered consumer, get info, list, delete);
+// another service can do none of it.
+func TestBucketOwnersUseTheirBucketsOnly(t *testing.T) {
+	names := contracts.Names{Prefix: "obj"}
+	urls := natstest.StartWithUsers(t, names)
+	ctx := context.Background()
+	owners := 0
+	for _, s := range contracts.Services {
+		for _, base := range s.Buckets {
+			owners++
+			b := connect(t, urls[s.Name], s.Name, names)
+			bucket := names.Stream(base)
+			obs, err := b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket})
+			if err != nil {
+				t.Fatalf("%s creates %s: %v", s.Name, bucket, err)
+			}
+			// Twice: the second start updates the bucket.
+			if _, err := b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket}); err != nil {
+				t.Fatalf("%s updates %s: %v", s.Name, bucket, err)
+			}
+			data := make([]byte, 300_000) // three chunks
+			for i := range data {
+				data[i] = byte(i * 7)
+			}
+			if _, err := obs.PutBytes(ctx, "a", data); err != nil {
+				t.Fatalf("%s puts into %s: %v", s.Name, bucket, err)
+			}
+			got, err := obs.GetBytes(ctx, "a")
+			if err != nil || string(got) != string(data) {
+				t.Fatalf("%s reads %s: %d bytes, %v", s.Name, bucket, len(got), err)
+			}
+			if _, err := obs.List(ctx); err != nil {
+				t.Fatalf("%s lists %s: %v", s.Name, bucket, err)
+			}
+			if err := obs.Delete(ctx, "a"); err != nil {
+				t.Fatalf("%s deletes from %s: %v", s.Name, bucket, err)
+			}
+			if _, err := obs.GetInfo(ctx, "a"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+				t.Fatalf("after delete: %v", err)
+			}
+			if _, err := obs.PutBytes(ctx, "b", []byte("kept")); err != nil {
+				t.Fatal(err)
+			}
+
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			if err := b.JS.DeleteObjectStore(short, bucket); err == nil {
+				t.Errorf("%s deleted its bucket's stream", s.Name)
+			}
+			cancel()
+			permissionError(t, b, "$JS.API.STREAM.DELETE."+contracts.ObjectStream(bucket))
+
+			for _, other := range contracts.Services {
+				if other.Name == s.Name {
+					continue
+				}
+				o := connect(t, urls[other.Name], other.Name, names)
+				short, cancel := context.WithTimeout(ctx, time.Second)
+				if _, err := o.JS.ObjectStore(short, bucket); err == nil {
+					t.Errorf("%s bound %s's bucket", other.Name, s.Name)
+				}
+				cancel()
+				permissionError(t, o, "$JS.API.STREAM.INFO."+contracts.ObjectStream(bucket))
+				if err := o.NC.Publish("$O."+bucket+".C.x", []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+				permissionError(t, o, "$O."+bucket+".C.x")
+			}
+		}
+	}
+	if owners == 0 {
+		t.Fatal("no service owns a bucket")
+	}
 }

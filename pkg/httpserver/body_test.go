@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"supportplatform.dev/pkg/apperr"
 )
 
 const testLimit = 1 << 20
@@ -204,4 +207,65 @@ func (r repeatReader) Read(p []byte) (int, error) {
 		p[i] = byte(r)
 	}
 	return len(p), nil
+}
+
+// A route with its own limit takes bodies over MaxBodyBytes up to that
+// limit, and refuses more (declared or not); the other routes keep the
+// default.
+func TestRouteBodyLimit(t *testing.T) {
+	s, err := New(Options{Service: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxBodyBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := s.Handle(func(c *gin.Context) error {
+		n, err := io.Copy(io.Discard, c.Request.Body)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apperr.E(apperr.TooLarge, "over %d", mbe.Limit)
+		}
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, gin.H{"read": n})
+		return nil
+	})
+	s.Engine.POST("/api/Items/:id/files", read)
+	s.Engine.POST("/api/Items", read)
+	s.SetBodyLimit(http.MethodPost, "/api/Items/:id/files", 5000)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name    string
+		path    string
+		size    int
+		chunked bool
+		want    int
+	}{
+		{"own limit, under", "/api/items/7/FILES", 5000, false, http.StatusOK},
+		{"own limit, under, chunked", "/api/Items/7/files", 5000, true, http.StatusOK},
+		{"own limit, over", "/api/Items/7/files", 5001, false, http.StatusRequestEntityTooLarge},
+		{"own limit, over, chunked", "/api/Items/7/files", 5001, true, http.StatusRequestEntityTooLarge},
+		{"default route", "/api/Items", 1001, false, http.StatusRequestEntityTooLarge},
+		{"default route, chunked", "/api/Items", 1001, true, http.StatusRequestEntityTooLarge},
+		{"default route, under", "/api/Items", 1000, false, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body io.Reader = bytes.NewReader(make([]byte, tc.size))
+			if tc.chunked {
+				body = io.MultiReader(body) // no length: sent chunked
+			}
+			req, err := http.NewRequest(http.MethodPost, srv.URL+tc.path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
 }

@@ -52,6 +52,9 @@ type Server struct {
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	checks   []Check
+	// bodyLimits are the routes' own limits ("METHOD /path/:param"),
+	// written while routes are registered and only read while serving.
+	bodyLimits map[string]int64
 }
 
 // New builds the engine. Services register routes on Engine (in their
@@ -87,7 +90,7 @@ func New(o Options) (*Server, error) {
 	}, []string{"route", "method"})
 	reg.MustRegister(requests, latency)
 
-	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks}
+	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks, bodyLimits: map[string]int64{}}
 	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, deadline(o.RequestTimeout), s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
 	e.NoRoute(func(c *gin.Context) {
 		WriteError(c, s.log, apperr.E(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
@@ -166,8 +169,22 @@ func (s *Server) recover(c *gin.Context) {
 	c.Next()
 }
 
-func (s *Server) bodyLimit(n int64) gin.HandlerFunc {
+// SetBodyLimit gives one route its own body limit instead of MaxBodyBytes
+// (an upload route takes more than the JSON routes). method and path are
+// as the route is registered ("/api/Items/:id/files"). Call it while
+// registering routes, before serving.
+func (s *Server) SetBodyLimit(method, path string, n int64) {
+	s.bodyLimits[method+" "+path] = n
+}
+
+func (s *Server) bodyLimit(def int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		n := def
+		// The route is matched before the middleware runs: FullPath is
+		// the registered path.
+		if l, ok := s.bodyLimits[c.Request.Method+" "+c.FullPath()]; ok {
+			n = l
+		}
 		b := &limitedBody{src: c.Request.Body, limit: n}
 		c.Request.Body = b
 		c.Set(bodyKey, b)

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +17,10 @@ import (
 
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/idempotency"
+	"supportplatform.dev/pkg/ratelimit"
+	"supportplatform.dev/services/tickets/internal/blob"
 	"supportplatform.dev/services/tickets/internal/httpapi"
 	"supportplatform.dev/services/tickets/internal/lookup"
 	"supportplatform.dev/services/tickets/internal/postgres"
@@ -28,6 +32,12 @@ import (
 type Config struct {
 	HTTPAddr string `env:"HTTP_ADDR" default:"127.0.0.1:8087" desc:"listen address of the tickets service"`
 	config.Common
+
+	AttachmentMaxBytes      int64         `env:"ATTACHMENT_MAX_BYTES" default:"26214400" desc:"largest attachment file (bytes; 25 MiB): above it an upload is a 413 and nothing is kept; the upload route's body limit is this plus 64 KiB of multipart overhead (MAX_BODY_BYTES does not apply to it)"`
+	AttachmentSweepInterval time.Duration `env:"ATTACHMENT_SWEEP_INTERVAL" default:"30s" desc:"time between rounds of the sweeper that deletes the bytes of deleted attachments (a deletion through the API also starts one at once)"`
+	FeedbackLimitPerToken   int           `env:"FEEDBACK_LIMIT_PER_TOKEN" default:"30" desc:"votes through one ticket token's feedback link per FEEDBACK_LIMIT_WINDOW before 429"`
+	FeedbackLimitPerIP      int           `env:"FEEDBACK_LIMIT_PER_IP" default:"300" desc:"votes through feedback links from one client IP address per FEEDBACK_LIMIT_WINDOW before 429"`
+	FeedbackLimitWindow     time.Duration `env:"FEEDBACK_LIMIT_WINDOW" default:"1m" desc:"window of the feedback link's rate limits"`
 }
 
 func main() {
@@ -43,6 +53,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var cfg Config
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
+	}
+	if cfg.AttachmentMaxBytes < 1 || cfg.AttachmentSweepInterval <= 0 || cfg.FeedbackLimitPerToken < 1 ||
+		cfg.FeedbackLimitPerIP < 1 || cfg.FeedbackLimitWindow <= 0 {
+		return errors.New("config: ATTACHMENT_MAX_BYTES, ATTACHMENT_SWEEP_INTERVAL and the FEEDBACK_LIMIT_* variables must be positive")
 	}
 	cmd := "serve"
 	if len(args) > 1 {
@@ -67,16 +81,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// that belongs to a process that died.
 		PendingTTL: cfg.RequestTimeout + 10*time.Second, Fail: deps.Server.Fail})
 	look := lookup.New(deps.Bus)
-	_ = look
 	// Topic names follow topic.updated and topic.deleted; the bus drains
 	// the consumer at shutdown.
 	if err := topicsync.Start(ctx, deps.Bus, store); err != nil {
 		return err
 	}
+	blobs, err := blob.Open(ctx, deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketAttachments))
+	if err != nil {
+		return err
+	}
+	attachments := tickets.NewAttachments(store, blobs, tickets.AttachmentOptions{
+		MaxBytes: cfg.AttachmentMaxBytes,
+		// An upload's bytes are collected if its metadata is not stored by
+		// then; no request runs longer than REQUEST_TIMEOUT.
+		GarbageDelay:  cfg.RequestTimeout + time.Minute,
+		SweepInterval: cfg.AttachmentSweepInterval,
+		Now:           deps.Now, Log: deps.Log,
+	})
+	deps.Go(attachments.RunSweeper)
+	feedbackLimit := func(n int) *ratelimit.Limiter {
+		return ratelimit.New(deps.Redis, cfg.RedisPrefix+"tickets:feedback:", n, cfg.FeedbackLimitWindow)
+	}
 	httpapi.New(httpapi.Deps{
-		EndUsers: tickets.NewEndUsers(store),
-		Tickets:  tickets.NewTickets(store, look),
-		Messages: tickets.NewMessages(store, look, deps.Now),
+		EndUsers:    tickets.NewEndUsers(store),
+		Tickets:     tickets.NewTickets(store, look),
+		Messages:    tickets.NewMessages(store, look, deps.Now),
+		Attachments: attachments,
+		Feedback:    tickets.NewFeedback(store, look, feedbackLimit(cfg.FeedbackLimitPerToken), feedbackLimit(cfg.FeedbackLimitPerIP)),
 	}, deps.Server).Routes(deps.Server.Engine, deps.Auth(), idempotent)
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -47,12 +47,6 @@ type Handlers struct {
 // New returns the handlers.
 func New(d Deps, s *httpserver.Server) *Handlers { return &Handlers{Deps: d, s: s} }
 
-// The interfaces of the areas still being built.
-type (
-	Attachments interface{}
-	Feedback    interface{}
-)
-
 func optional(s string) *string {
 	if s == "" {
 		return nil

@@ -54,8 +54,16 @@ func (h *Handlers) messageRoutes(api *gin.RouterGroup, idempotent gin.HandlerFun
 
 // attachmentRoutes: /api/TicketMessages/{id}/attachments.
 func (h *Handlers) attachmentRoutes(api *gin.RouterGroup) {
+	const upload = "/api/TicketMessages/:id/attachments"
+	api.POST(upload, h.s.Handle(h.uploadAttachment))
+	// Files are larger than MAX_BODY_BYTES: the upload has its own limit.
+	h.limitUploadBody(upload)
+	api.GET("/api/TicketMessages/:id/attachments", h.s.Handle(h.listAttachments))
+	api.GET("/api/TicketMessages/:id/attachments/:attachmentId", h.s.Handle(h.downloadAttachment))
+	api.DELETE("/api/TicketMessages/:id/attachments/:attachmentId", h.s.Handle(h.deleteAttachment))
 }
 
 // feedbackRoutes: the end user's vote on a message.
 func (h *Handlers) feedbackRoutes(public *gin.RouterGroup) {
+	public.POST("/api/TicketMessages/:id/feedback", h.s.Handle(h.vote))
 }

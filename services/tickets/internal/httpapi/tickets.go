@@ -77,7 +77,7 @@ type bulkRequest struct {
 	CustomerRepID *int64  `json:"customerRepID"`
 }
 
-type feedbackResponse struct {
+type feedbackCommentResponse struct {
 	MessageID   int64     `json:"messageID"`
 	Comment     string    `json:"comment"`
 	Email       string    `json:"email"`
@@ -95,7 +95,7 @@ type ticketResponse struct {
 	CustomerRepID      *int64             `json:"customerRepID"`
 	IsClosed           bool               `json:"isClosed"`
 	Topics             []string           `json:"topics"`
-	AIFeedbackComments []feedbackResponse `json:"aiFeedbackComments"`
+	AIFeedbackComments []feedbackCommentResponse `json:"aiFeedbackComments"`
 	CustomFieldsData   json.RawMessage    `json:"customFieldsData"`
 	TicketToken        string             `json:"ticketToken"`
 }
@@ -109,9 +109,9 @@ func toTicket(d tickets.TicketDetails) ticketResponse {
 	if topics == nil {
 		topics = []string{}
 	}
-	fb := make([]feedbackResponse, 0, len(d.FeedbackComments))
+	fb := make([]feedbackCommentResponse, 0, len(d.FeedbackComments))
 	for _, f := range d.FeedbackComments {
-		fb = append(fb, feedbackResponse{MessageID: f.MessageID, Comment: f.Comment, Email: f.Email, DateCreated: f.CreatedAt.UTC()})
+		fb = append(fb, feedbackCommentResponse{MessageID: f.MessageID, Comment: f.Comment, Email: f.Email, DateCreated: f.CreatedAt.UTC()})
 	}
 	return ticketResponse{TicketID: d.ID, DateCreated: d.CreatedAt.UTC(), DateUpdated: d.UpdatedAt.UTC(), Status: string(d.Status),
 		Subject: d.Subject, ChannelID: d.ChannelID, EndUserID: d.EndUserID, CustomerRepID: d.CustomerRepID,

@@ -1,0 +1,152 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+const attachmentCols = `attachment_id, customer_id, message_id, file_name, content_type, size, sha256, object_key, created_at`
+
+func scanAttachment(row pgx.Row) (tickets.Attachment, error) {
+	var a tickets.Attachment
+	err := row.Scan(&a.ID, &a.CustomerID, &a.MessageID, &a.FileName, &a.ContentType, &a.Size, &a.SHA256, &a.Key, &a.CreatedAt)
+	return a, err
+}
+
+func messageNotFound() error { return apperr.E(apperr.NotFound, "message not found") }
+
+// ReserveBlob lists key as garbage due at due, if the message is the
+// customer's.
+func (s *Store) ReserveBlob(ctx context.Context, customerID, messageID int64, key string, due time.Time) error {
+	tag, err := s.db.Exec(ctx, `INSERT INTO blob_garbage (object_key, queued_at, not_before)
+		SELECT $3, $5, $4 WHERE EXISTS (SELECT 1 FROM ticket_messages WHERE customer_id = $1 AND message_id = $2)`,
+		customerID, messageID, key, due, s.now())
+	if err != nil {
+		return postgres.Error(err, "attachment")
+	}
+	if tag.RowsAffected() == 0 {
+		return messageNotFound()
+	}
+	return nil
+}
+
+// AddAttachment stores the metadata and takes its key off the garbage
+// list, in one transaction.
+func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment) (tickets.Attachment, error) {
+	var out tickets.Attachment
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM blob_garbage WHERE object_key = $1`, a.Key)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			// The sweeper has deleted (or is deleting) the bytes.
+			return apperr.E(apperr.Unavailable, "the upload took too long; send it again")
+		}
+		out, err = scanAttachment(tx.QueryRow(ctx, `INSERT INTO attachments (customer_id, message_id, file_name,
+			content_type, size, sha256, object_key, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			RETURNING `+attachmentCols,
+			a.CustomerID, a.MessageID, a.FileName, a.ContentType, a.Size, a.SHA256, a.Key, s.now()))
+		return err
+	})
+	if pe := attachmentMessageGone(err); pe != nil {
+		return out, pe
+	}
+	return out, postgres.Error(err, "attachment")
+}
+
+// attachmentMessageGone: the message was deleted during the upload.
+func attachmentMessageGone(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" && pe.ConstraintName == "attachments_message_fkey" {
+		return apperr.Wrap(apperr.NotFound, err, "message not found")
+	}
+	return nil
+}
+
+// Attachments lists the attachments of the customer's message, oldest
+// first.
+func (s *Store) Attachments(ctx context.Context, customerID, messageID int64) ([]tickets.Attachment, error) {
+	var out []tickets.Attachment
+	// One snapshot: the message and its attachments as of one moment.
+	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ticket_messages WHERE customer_id = $1 AND message_id = $2)`,
+			customerID, messageID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return messageNotFound()
+		}
+		var err error
+		out, err = postgres.Collect(ctx, tx, "attachment", `SELECT `+attachmentCols+` FROM attachments
+			WHERE customer_id = $1 AND message_id = $2 ORDER BY created_at, attachment_id`, scanAttachment, customerID, messageID)
+		return err
+	})
+	return out, postgres.Error(err, "attachment")
+}
+
+// Attachment returns one attachment of the customer's message.
+func (s *Store) Attachment(ctx context.Context, customerID, messageID, id int64) (tickets.Attachment, error) {
+	a, err := scanAttachment(s.db.QueryRow(ctx, `SELECT `+attachmentCols+` FROM attachments
+		WHERE customer_id = $1 AND message_id = $2 AND attachment_id = $3`, customerID, messageID, id))
+	return a, postgres.Error(err, "attachment")
+}
+
+// DeleteAttachment deletes one attachment of the customer's message; the
+// trigger lists its key as garbage, due at once.
+func (s *Store) DeleteAttachment(ctx context.Context, customerID, messageID, id int64) error {
+	tag, err := s.db.Exec(ctx, `DELETE FROM attachments WHERE customer_id = $1 AND message_id = $2 AND attachment_id = $3`,
+		customerID, messageID, id)
+	if err != nil {
+		return postgres.Error(err, "attachment")
+	}
+	if tag.RowsAffected() == 0 {
+		return apperr.E(apperr.NotFound, "attachment not found")
+	}
+	return nil
+}
+
+// SweepBlobs takes up to limit due garbage keys (SKIP LOCKED: replicas
+// take different ones), deletes their bytes with del and then their rows,
+// in one transaction. del's first error ends the batch: the rows of what
+// was deleted before it are removed, the rest stay for the next round.
+func (s *Store) SweepBlobs(ctx context.Context, limit int, del func(ctx context.Context, key string) error) (int, error) {
+	deleted := 0
+	var delErr error
+	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+		keys, err := postgres.Collect(ctx, tx, "garbage", `SELECT object_key FROM blob_garbage WHERE not_before <= $1
+			ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED`, func(r pgx.Row) (string, error) {
+			var k string
+			return k, r.Scan(&k)
+		}, s.now(), limit)
+		if err != nil {
+			return err
+		}
+		var done []string
+		for _, k := range keys {
+			if delErr = del(ctx, k); delErr != nil {
+				break
+			}
+			done = append(done, k)
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM blob_garbage WHERE object_key = ANY($1)`, done)
+		deleted = len(done)
+		return err
+	})
+	if err != nil {
+		return 0, postgres.Error(err, "garbage")
+	}
+	return deleted, delErr
+}

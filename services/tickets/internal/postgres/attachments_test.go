@@ -1,0 +1,383 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/clocktest"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/natstest"
+	"supportplatform.dev/pkg/postgres/pgtest"
+	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/services/tickets/internal/blob"
+	"supportplatform.dev/services/tickets/internal/postgres"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+// seeded is a ticket with one message, inserted as SQL (the Tickets API is
+// not this file's subject).
+type seeded struct {
+	ticketID, messageID int64
+	token               string
+}
+
+func seedMessage(t *testing.T, pool *pgxpool.Pool, customerID int64) seeded {
+	t.Helper()
+	ctx := context.Background()
+	var s seeded
+	s.token = randid.Hex(20)
+	var endUser int64
+	if err := pool.QueryRow(ctx, `INSERT INTO end_users (customer_id, name) VALUES ($1, 'Seed') RETURNING end_user_id`,
+		customerID).Scan(&endUser); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `INSERT INTO tickets (customer_id, channel_id, end_user_id, subject, status, ticket_token)
+		VALUES ($1, 1, $2, 'Seed', 'Open', $3) RETURNING ticket_id`, customerID, endUser, s.token).Scan(&s.ticketID); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `INSERT INTO ticket_messages (customer_id, ticket_id, sender_type, message)
+		VALUES ($1, $2, 'Agent', 'Hello') RETURNING message_id`, customerID, s.ticketID).Scan(&s.messageID); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// attachmentsEnv is the attachment service over the real store and an
+// in-process NATS bucket, with a clock the test moves.
+type attachmentsEnv struct {
+	svc   *tickets.Attachments
+	store *postgres.Store
+	pool  *pgxpool.Pool
+	blobs *blob.ObjectStore
+	clock *clocktest.Clock
+}
+
+const garbageDelay = 70 * time.Second
+
+func newAttachmentsEnv(t *testing.T, maxBytes int64) attachmentsEnv {
+	t.Helper()
+	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
+	clock := clocktest.New(time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC))
+	store := postgres.New(pool, clock.Now)
+	names := contracts.Names{Prefix: "att-store"}
+	bus, err := natsbus.Connect(natstest.Start(t), "tickets", names, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.NC.Close() })
+	blobs, err := blob.Open(context.Background(), bus.JS, names.Stream(contracts.BucketAttachments))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := tickets.NewAttachments(store, blobs, tickets.AttachmentOptions{MaxBytes: maxBytes, GarbageDelay: garbageDelay,
+		SweepBatch: 2, Now: clock.Now})
+	return attachmentsEnv{svc: svc, store: store, pool: pool, blobs: blobs, clock: clock}
+}
+
+// garbage maps the queued keys to when they are due (nil: at once).
+func garbage(t *testing.T, pool *pgxpool.Pool) map[string]*time.Time {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT object_key,
+		CASE WHEN not_before = '-infinity' THEN NULL ELSE not_before END FROM blob_garbage`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]*time.Time{}
+	for rows.Next() {
+		var k string
+		var due *time.Time
+		if err := rows.Scan(&k, &due); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = due
+	}
+	return out
+}
+
+func randomData(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func hasBytes(t *testing.T, blobs *blob.ObjectStore, key string) bool {
+	t.Helper()
+	r, _, err := blobs.Open(context.Background(), key)
+	if apperr.Is(err, apperr.NotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Close()
+	return true
+}
+
+func TestUploadListOpenDelete(t *testing.T) {
+	env := newAttachmentsEnv(t, 1<<20)
+	ctx := context.Background()
+	m := seedMessage(t, env.pool, tenantA)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), randomData(t, 3000)...)
+	a, err := env.svc.Upload(ctx, tenantA, m.messageID, `C:\Users\x\report.txt`, bytes.NewReader(png))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(png)
+	if a.FileName != "report.txt" || a.ContentType != "image/png" || a.Size != int64(len(png)) || a.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("attachment %+v", a)
+	}
+	if g := garbage(t, env.pool); len(g) != 0 {
+		t.Fatalf("garbage rows after a stored upload: %v", g)
+	}
+	empty, err := env.svc.Upload(ctx, tenantA, m.messageID, "empty.bin", bytes.NewReader(nil))
+	if err != nil || empty.Size != 0 || empty.ContentType != "application/octet-stream" {
+		t.Fatalf("empty upload: %+v, %v", empty, err)
+	}
+
+	list, err := env.svc.Attachments(ctx, tenantA, m.messageID)
+	if err != nil || len(list) != 2 || list[0].ID != a.ID || list[1].ID != empty.ID {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+	got, r, err := env.svc.Open(ctx, tenantA, m.messageID, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil || !bytes.Equal(data, png) || got.ID != a.ID {
+		t.Fatalf("read %d bytes, %v", len(data), err)
+	}
+
+	// Another customer, another message: not found everywhere.
+	other := seedMessage(t, env.pool, tenantB)
+	for name, err := range map[string]error{
+		"list":           errOnly(env.svc.Attachments(ctx, tenantB, m.messageID)),
+		"open":           errOf3(env.svc.Open(ctx, tenantB, m.messageID, a.ID)),
+		"other message":  errOf3(env.svc.Open(ctx, tenantB, other.messageID, a.ID)),
+		"delete":         env.svc.Delete(ctx, tenantB, m.messageID, a.ID),
+		"delete via msg": env.svc.Delete(ctx, tenantB, other.messageID, a.ID),
+		"upload":         errOnly(env.svc.Upload(ctx, tenantB, m.messageID, "x", bytes.NewReader([]byte("x")))),
+	} {
+		if !apperr.Is(err, apperr.NotFound) {
+			t.Errorf("%s: %v, want not found", name, err)
+		}
+	}
+
+	if err := env.svc.Delete(ctx, tenantA, m.messageID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.svc.Delete(ctx, tenantA, m.messageID, a.ID); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if due, ok := garbage(t, env.pool)[a.Key]; !ok || due != nil {
+		t.Fatalf("the deleted attachment's key is not listed as garbage due at once: %v, %v", ok, due)
+	}
+	if n, err := env.svc.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if hasBytes(t, env.blobs, a.Key) {
+		t.Fatal("the deleted attachment's bytes are still stored")
+	}
+	if !hasBytes(t, env.blobs, empty.Key) {
+		t.Fatal("the other attachment's bytes are gone")
+	}
+}
+
+func errOnly[T any](_ T, err error) error        { return err }
+func errOf3[A, B any](_ A, _ B, err error) error { return err }
+
+// Over the cap: TooLarge, no metadata and no bytes; exactly the cap is
+// fine.
+func TestUploadSizeCap(t *testing.T) {
+	env := newAttachmentsEnv(t, 300_000)
+	ctx := context.Background()
+	m := seedMessage(t, env.pool, tenantA)
+	if _, err := env.svc.Upload(ctx, tenantA, m.messageID, "big", bytes.NewReader(randomData(t, 300_001))); !apperr.Is(err, apperr.TooLarge) {
+		t.Fatalf("upload over the cap: %v", err)
+	}
+	keys := garbage(t, env.pool)
+	if len(keys) != 1 {
+		t.Fatalf("garbage %v, want the failed upload's key", keys)
+	}
+	for k, due := range keys {
+		if due == nil || !due.Equal(env.clock.Now().Add(garbageDelay)) {
+			t.Fatalf("the refused upload's key is due at %v", due)
+		}
+		if hasBytes(t, env.blobs, k) {
+			t.Fatal("bytes of the refused upload are stored")
+		}
+	}
+	if list, _ := env.svc.Attachments(ctx, tenantA, m.messageID); len(list) != 0 {
+		t.Fatalf("attachments %+v", list)
+	}
+	if a, err := env.svc.Upload(ctx, tenantA, m.messageID, "exact", bytes.NewReader(randomData(t, 300_000))); err != nil || a.Size != 300_000 {
+		t.Fatalf("upload of exactly the cap: %+v, %v", a, err)
+	}
+}
+
+// An upload that dies before its metadata is stored leaves a garbage row
+// due after the delay; the sweeper deletes its bytes then, not before.
+func TestInterruptedUploadIsCollected(t *testing.T) {
+	env := newAttachmentsEnv(t, 1<<20)
+	ctx := context.Background()
+	m := seedMessage(t, env.pool, tenantA)
+	key := "1_1_interrupted"
+	if err := env.store.ReserveBlob(ctx, tenantA, m.messageID, key, env.clock.Now().Add(garbageDelay)); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.blobs.Put(ctx, key, bytes.NewReader([]byte("orphan bytes"))); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies here.
+	if n, err := env.svc.Sweep(ctx); err != nil || n != 0 || !hasBytes(t, env.blobs, key) {
+		t.Fatalf("sweep before the delay: %d, %v", n, err)
+	}
+	env.clock.Advance(garbageDelay)
+	if n, err := env.svc.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep after the delay: %d, %v", n, err)
+	}
+	if hasBytes(t, env.blobs, key) || len(garbage(t, env.pool)) != 0 {
+		t.Fatal("the interrupted upload's bytes or row are left")
+	}
+	// An upload that outlived the delay finds its key swept: no metadata
+	// pointing at missing bytes.
+	if _, err := env.store.AddAttachment(ctx, tickets.Attachment{CustomerID: tenantA, MessageID: m.messageID,
+		FileName: "late", ContentType: "text/plain", Key: key, SHA256: "x"}); !apperr.Is(err, apperr.Unavailable) {
+		t.Fatalf("late metadata: %v", err)
+	}
+	if list, _ := env.svc.Attachments(ctx, tenantA, m.messageID); len(list) != 0 {
+		t.Fatalf("attachments %+v", list)
+	}
+}
+
+// Deleting a ticket (its messages cascade) queues its attachments' keys,
+// due at once; the sweep deletes their bytes.
+func TestDeletedTicketsBytesAreSwept(t *testing.T) {
+	env := newAttachmentsEnv(t, 1<<20)
+	ctx := context.Background()
+	m := seedMessage(t, env.pool, tenantA)
+	keep := seedMessage(t, env.pool, tenantA)
+	var keys []string
+	for i := range 5 {
+		a, err := env.svc.Upload(ctx, tenantA, m.messageID, "f", bytes.NewReader(randomData(t, 1000*i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, a.Key)
+	}
+	kept, err := env.svc.Upload(ctx, tenantA, keep.messageID, "kept", bytes.NewReader([]byte("kept")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.pool.Exec(ctx, `DELETE FROM tickets WHERE ticket_id = $1`, m.ticketID); err != nil {
+		t.Fatal(err)
+	}
+	if g := garbage(t, env.pool); len(g) != 5 {
+		t.Fatalf("garbage %v, want the five keys", g)
+	}
+	// Five keys in batches of two.
+	if n, err := env.svc.Sweep(ctx); err != nil || n != 5 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	for _, k := range keys {
+		if hasBytes(t, env.blobs, k) {
+			t.Fatalf("bytes of %s survive the ticket", k)
+		}
+	}
+	if !hasBytes(t, env.blobs, kept.Key) || len(garbage(t, env.pool)) != 0 {
+		t.Fatal("the other ticket's bytes are gone, or rows are left")
+	}
+}
+
+// A blob store error ends the round: what was deleted is forgotten, the
+// rest stays queued for the next round.
+func TestSweepStopsAtABlobStoreError(t *testing.T) {
+	env := newAttachmentsEnv(t, 1<<20)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := env.pool.Exec(ctx, `INSERT INTO blob_garbage (object_key) VALUES ($1)`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	down := errors.New("blob store down")
+	calls := 0
+	n, err := env.store.SweepBlobs(ctx, 10, func(_ context.Context, key string) error {
+		calls++
+		if calls == 2 {
+			return down
+		}
+		return nil
+	})
+	if !errors.Is(err, down) || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if g := garbage(t, env.pool); len(g) != 2 {
+		t.Fatalf("garbage left %v, want two keys", g)
+	}
+}
+
+// Replicas sweeping at once share the rows (SKIP LOCKED): every key's
+// bytes are deleted exactly once.
+func TestConcurrentSweepersDeleteEachKeyOnce(t *testing.T) {
+	env := newAttachmentsEnv(t, 1<<20)
+	ctx := context.Background()
+	const keys = 60
+	for i := range keys {
+		if _, err := env.pool.Exec(ctx, `INSERT INTO blob_garbage (object_key) VALUES ($1)`, randid.Hex(4)+string(rune('a'+i%26))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	del := func(_ context.Context, key string) error {
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		seen[key]++
+		mu.Unlock()
+		return nil
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				n, err := env.store.SweepBlobs(ctx, 5, del)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != keys {
+		t.Fatalf("%d keys deleted, want %d", len(seen), keys)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s deleted %d times", k, n)
+		}
+	}
+	if g := garbage(t, env.pool); len(g) != 0 {
+		t.Fatalf("rows left: %v", g)
+	}
+}
