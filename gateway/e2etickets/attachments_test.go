@@ -34,20 +34,19 @@ func attSeedMessage(t *testing.T, tn tenant) attMessage {
 	t.Helper()
 	u := createEndUser(t, tn.AgentToken, map[string]any{"name": "Attacher " + randid.Hex(3)})
 	channel := createChannel(t, tn)
-	m := attMessage{Token: randid.Hex(24)}
-	ctx := t.Context()
-	if err := backends.DB.QueryRow(ctx, `INSERT INTO tickets.tickets (customer_id, channel_id, end_user_id, subject, status, ticket_token)
-		VALUES ($1, $2, $3, 'Attachments', 'Open', $4) RETURNING ticket_id`, tn.CustomerID, channel, u.EndUserID, m.Token).Scan(&m.TicketID); err != nil {
-		t.Fatal(err)
+	c := client(t)
+	var msg struct {
+		MessageID int64 `json:"messageID"`
+		TicketID  int64 `json:"ticketID"`
 	}
-	if err := backends.DB.QueryRow(ctx, `INSERT INTO tickets.ticket_messages (customer_id, ticket_id, sender_type, message)
-		VALUES ($1, $2, 'Agent', 'Here is the answer.') RETURNING message_id`, tn.CustomerID, m.TicketID).Scan(&m.MessageID); err != nil {
-		t.Fatal(err)
+	wantStatus(t, c.Do(http.MethodPost, "/api/TicketMessages", tn.AgentToken, map[string]any{"subject": "Attachments",
+		"channelID": channel, "endUserID": u.EndUserID, "senderType": "Agent", "message": "Here is the answer."}),
+		http.StatusCreated, &msg)
+	var ticket struct {
+		TicketToken string `json:"ticketToken"`
 	}
-	if err := backends.DB.QueryRow(ctx, `SELECT ticket_token FROM tickets.tickets WHERE ticket_id = $1`, m.TicketID).Scan(&m.Token); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	wantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/Tickets/%d", msg.TicketID), tn.AgentToken, nil), http.StatusOK, &ticket)
+	return attMessage{TicketID: msg.TicketID, MessageID: msg.MessageID, Token: ticket.TicketToken}
 }
 
 type attBody struct {

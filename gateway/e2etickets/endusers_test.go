@@ -200,11 +200,15 @@ func TestEndUserWithTicketsCannotBeDeleted(t *testing.T) {
 	tn := newTenant(t)
 	c := client(t)
 	u := createEndUser(t, tn.AgentToken, map[string]any{"name": "Has a ticket", "email": "ticket@example.com"})
-	exec(t, `INSERT INTO tickets.tickets (customer_id, channel_id, end_user_id, subject, status, ticket_token) VALUES ($1, 1, $2, 'Help', 'Open', md5(random()::text))`, tn.CustomerID, u.EndUserID)
+	var ticket struct {
+		TicketID int64 `json:"ticketID"`
+	}
+	wantStatus(t, c.Do(http.MethodPost, "/api/Tickets", tn.AgentToken, map[string]any{"subject": "Help",
+		"channelID": createChannel(t, tn), "endUserID": u.EndUserID}), http.StatusCreated, &ticket)
 	path := fmt.Sprintf("/api/EndUsers/%d", u.EndUserID)
 	wantProblem(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusConflict, "")
 	wantStatus(t, c.Do(http.MethodGet, path, tn.AdminToken, nil), http.StatusOK, nil)
-	exec(t, `DELETE FROM tickets.tickets WHERE customer_id = $1`, tn.CustomerID)
+	wantStatus(t, c.Do(http.MethodDelete, fmt.Sprintf("/api/Tickets/%d", ticket.TicketID), tn.AgentToken, nil), http.StatusNoContent, nil)
 	wantStatus(t, c.Do(http.MethodDelete, path, tn.AdminToken, nil), http.StatusNoContent, nil)
 }
 

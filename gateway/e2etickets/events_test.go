@@ -62,7 +62,7 @@ func TestEndUserEvents(t *testing.T) {
 func TestUnservedPathsUnderThePrefixes(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	for _, p := range []string{"/api/Tickets", "/api/TicketMessages/1", "/api/EndUsers/1/nothing"} {
+	for _, p := range []string{"/api/Tickets/1/nothing", "/api/TicketMessages/1/attachments/1/more", "/api/EndUsers/1/nothing"} {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, stk.HTTPSURL+p, nil)
 		if err != nil {
 			t.Fatal(err)

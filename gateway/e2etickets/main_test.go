@@ -48,8 +48,8 @@ func run(m *testing.M) int {
 
 	var stackLog bytes.Buffer
 	stk, err = stack.Start(ctx, stack.Options{
-		RepoRoot:  repoRoot,
-		BinDir:    binDir,
+		RepoRoot: repoRoot,
+		BinDir:   binDir,
 		// topics and mailingest answer the tickets service's lookups
 		// (topic names and actions, channels).
 		Services:  []string{"auth", "topics", "mailingest", "tickets"},
