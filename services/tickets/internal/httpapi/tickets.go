@@ -85,19 +85,19 @@ type feedbackCommentResponse struct {
 }
 
 type ticketResponse struct {
-	TicketID           int64              `json:"ticketID"`
-	DateCreated        time.Time          `json:"dateCreated"`
-	DateUpdated        time.Time          `json:"dateUpdated"`
-	Status             string             `json:"status"`
-	Subject            string             `json:"subject"`
-	ChannelID          int64              `json:"channelID"`
-	EndUserID          int64              `json:"endUserID"`
-	CustomerRepID      *int64             `json:"customerRepID"`
-	IsClosed           bool               `json:"isClosed"`
-	Topics             []string           `json:"topics"`
+	TicketID           int64                     `json:"ticketID"`
+	DateCreated        time.Time                 `json:"dateCreated"`
+	DateUpdated        time.Time                 `json:"dateUpdated"`
+	Status             string                    `json:"status"`
+	Subject            string                    `json:"subject"`
+	ChannelID          int64                     `json:"channelID"`
+	EndUserID          int64                     `json:"endUserID"`
+	CustomerRepID      *int64                    `json:"customerRepID"`
+	IsClosed           bool                      `json:"isClosed"`
+	Topics             []string                  `json:"topics"`
 	AIFeedbackComments []feedbackCommentResponse `json:"aiFeedbackComments"`
-	CustomFieldsData   json.RawMessage    `json:"customFieldsData"`
-	TicketToken        string             `json:"ticketToken"`
+	CustomFieldsData   json.RawMessage           `json:"customFieldsData"`
+	TicketToken        string                    `json:"ticketToken"`
 }
 
 func toTicket(d tickets.TicketDetails) ticketResponse {
