@@ -425,7 +425,7 @@ func cpuPerRequest(before, after map[string]time.Duration, r loadgen.Result) str
 		return "-"
 	}
 	var parts []string
-	for _, name := range []string{"traefik", "bench", "auth", "topics", "translation", "translation children", "mailingest", "renewal", "postgres", "redis-server", "nats-server"} {
+	for _, name := range []string{"traefik", "bench", "auth", "topics", "translation", "translation children", "mailingest", "renewal", "tickets", "postgres", "redis-server", "nats-server"} {
 		d := after[name] - before[name]
 		if d <= 0 {
 			continue

@@ -68,7 +68,9 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 	}
 	start := time.Now()
 	var me struct {
-		CustomerID int64 `json:"customerID"`
+		Customer struct {
+			CustomerID int64 `json:"customerID"`
+		} `json:"customer"`
 	}
 	data, err := call(ctx, e, http.MethodGet, "/api/Customers/me", "", http.StatusOK)
 	if err == nil {
@@ -76,6 +78,9 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 	}
 	if err != nil {
 		return "", err
+	}
+	if me.Customer.CustomerID == 0 {
+		return "", fmt.Errorf("no customer id in /api/Customers/me: %s", data)
 	}
 	var user struct {
 		EndUserID int64 `json:"endUserID"`
@@ -104,11 +109,11 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 		LATERAL (SELECT format('Order %s: %s %s', 100000 + i, ($5::text[])[1 + i % cardinality($5::text[])],
 				($6::text[])[1 + (i / cardinality($5::text[])) % cardinality($6::text[])]) AS subject,
 			now() - make_interval(secs => ($4 - i)::float8) AS at) AS s`,
-		me.CustomerID, channel.ChannelID, user.EndUserID, benchTickets, subjectAdjectives, subjectNouns); err != nil {
+		me.Customer.CustomerID, channel.ChannelID, user.EndUserID, benchTickets, subjectAdjectives, subjectNouns); err != nil {
 		return "", fmt.Errorf("seed tickets: %w", err)
 	}
 	rows, err := e.DB.Query(ctx, `SELECT ticket_id FROM tickets.tickets WHERE customer_id = $1 ORDER BY ticket_id DESC LIMIT $2`,
-		me.CustomerID, messageTickets)
+		me.Customer.CustomerID, messageTickets)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +127,7 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 	if err := rows.Err(); err != nil {
 		return "", err
 	}
-	if _, err := e.DB.Exec(ctx, `ANALYZE tickets.tickets`); err != nil {
+	if _, err := e.DB.Exec(ctx, `VACUUM ANALYZE tickets.tickets`); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d tickets of one customer inserted by SQL in %s", benchTickets, time.Since(start).Round(time.Millisecond)), nil
