@@ -41,18 +41,6 @@ func fbStoredVote(t *testing.T, messageID int64) string {
 	return v
 }
 
-// fbAccountID is the id of the account of token.
-func fbAccountID(t *testing.T, token string) int64 {
-	t.Helper()
-	var me struct {
-		Account struct {
-			AccountID int64 `json:"accountID"`
-		} `json:"account"`
-	}
-	wantStatus(t, client(t).Do(http.MethodGet, "/api/Customers/me", token, nil), http.StatusOK, &me)
-	return me.Account.AccountID
-}
-
 func fbSetAvailable(t *testing.T, token string, available bool) {
 	t.Helper()
 	wantStatus(t, client(t).Do(http.MethodPut, "/api/Accounts/me/availability", token, map[string]bool{"available": available}),
@@ -173,7 +161,7 @@ func TestFbAgentAvailability(t *testing.T) {
 	if res := vote(); res != (fbBody{AgentAvailable: true}) {
 		t.Fatalf("admin available, none assigned: %+v", res)
 	}
-	agent := fbAccountID(t, tn.AgentToken)
+	agent := accountID(t, tn.AgentToken)
 	exec(t, `UPDATE tickets.tickets SET customer_rep_id = $1 WHERE ticket_id = $2`, agent, m.TicketID)
 	if res := vote(); res != (fbBody{AgentAvailable: false, CustomerRepName: "Agent"}) {
 		t.Fatalf("assigned agent away, admin available: %+v", res)

@@ -119,3 +119,15 @@ func createTopic(t *testing.T, tn tenant, name string) int64 {
 		map[string]any{"name": name, "description": "About " + name}), http.StatusCreated, &tp)
 	return tp.TopicID
 }
+
+// accountID is the id of the account behind a token.
+func accountID(t *testing.T, token string) int64 {
+	t.Helper()
+	var me struct {
+		Account struct {
+			AccountID int64 `json:"accountID"`
+		} `json:"account"`
+	}
+	wantStatus(t, client(t).Do(http.MethodGet, "/api/Customers/me", token, nil), http.StatusOK, &me)
+	return me.Account.AccountID
+}

@@ -107,18 +107,6 @@ func tkBulk(t *testing.T, token string, body any) *e2e.Response {
 	return client(t).Do(http.MethodPost, "/api/Tickets/bulk-update", token, body)
 }
 
-// tkAccountID is the account id behind a token.
-func tkAccountID(t *testing.T, token string) int64 {
-	t.Helper()
-	var me struct {
-		Account struct {
-			AccountID int64 `json:"accountID"`
-		} `json:"account"`
-	}
-	wantStatus(t, client(t).Do(http.MethodGet, "/api/Customers/me", token, nil), http.StatusOK, &me)
-	return me.Account.AccountID
-}
-
 // tkIntegrationAccount adds an integration account to the tenant.
 func tkIntegrationAccount(t *testing.T, tn tenant) int64 {
 	t.Helper()
@@ -147,7 +135,7 @@ func TestTkTicketsCreateReadUpdateDelete(t *testing.T) {
 	t.Parallel()
 	e := tkNewEnv(t)
 	c := client(t)
-	agent := tkAccountID(t, e.tn.AgentToken)
+	agent := accountID(t, e.tn.AgentToken)
 	created := tkCreate(t, e.tn.AdminToken, map[string]any{"subject": "  Printer on fire ", "channelID": e.channelID,
 		"endUserID": e.endUserID, "status": "pending", "customerRepID": agent,
 		"customFieldsData": map[string]any{"floor": 3, "tags": []string{"hardware"}}})
@@ -219,7 +207,7 @@ func TestTkTicketsCreateReadUpdateDelete(t *testing.T) {
 	if got = tkGet(t, e.tn.AgentToken, created.TicketID); got.CustomerRepID != nil {
 		t.Fatalf("unassigned %+v", got)
 	}
-	admin := tkAccountID(t, e.tn.AdminToken)
+	admin := accountID(t, e.tn.AdminToken)
 	wantStatus(t, tkPut(t, e.tn.AgentToken, created.TicketID, map[string]any{"customerRepID": admin}), http.StatusNoContent, nil)
 	if got = tkGet(t, e.tn.AgentToken, created.TicketID); got.CustomerRepID == nil || *got.CustomerRepID != admin {
 		t.Fatalf("assigned to the admin %+v", got)
@@ -249,7 +237,7 @@ func TestTkTicketsValidation(t *testing.T) {
 	deleted := createChannel(t, e.tn)
 	deleteChannel(t, e.tn, deleted)
 	integration := tkIntegrationAccount(t, e.tn)
-	foreignAgent := tkAccountID(t, other.tn.AgentToken)
+	foreignAgent := accountID(t, other.tn.AgentToken)
 	base := func(kv ...any) map[string]any {
 		m := map[string]any{"subject": "Valid", "channelID": e.channelID, "endUserID": e.endUserID}
 		for i := 0; i < len(kv); i += 2 {
@@ -353,7 +341,7 @@ func TestTkTicketsListFiltersAndSorts(t *testing.T) {
 	tn := e.tn
 	ch2 := createChannel(t, tn)
 	u2 := createEndUser(t, tn.AgentToken, map[string]any{"name": "Bob"}).EndUserID
-	agent := tkAccountID(t, tn.AgentToken)
+	agent := accountID(t, tn.AgentToken)
 	topic := createTopic(t, tn, "Billing "+randid.Hex(3))
 	specs := []struct {
 		subject string
@@ -619,7 +607,7 @@ func TestTkTicketsBulkUpdate(t *testing.T) {
 	t.Parallel()
 	e := tkNewEnv(t)
 	other := tkNewEnv(t)
-	agent := tkAccountID(t, e.tn.AgentToken)
+	agent := accountID(t, e.tn.AgentToken)
 	integration := tkIntegrationAccount(t, e.tn)
 	open := e.tkOpen(t, "open")
 	closed := tkCreate(t, e.tn.AgentToken, map[string]any{"subject": "closed", "channelID": e.channelID, "endUserID": e.endUserID,
@@ -660,7 +648,7 @@ func TestTkTicketsBulkUpdate(t *testing.T) {
 		{map[string]any{"ticketIDs": all}, "action"},
 		{map[string]any{"ticketIDs": all, "action": "assign"}, "customerRepID"},
 		{map[string]any{"ticketIDs": all, "action": "assign", "customerRepID": integration}, "customerRepID"},
-		{map[string]any{"ticketIDs": all, "action": "assign", "customerRepID": tkAccountID(t, other.tn.AgentToken)}, "customerRepID"},
+		{map[string]any{"ticketIDs": all, "action": "assign", "customerRepID": accountID(t, other.tn.AgentToken)}, "customerRepID"},
 		{map[string]any{"ticketIDs": []int64{}, "action": "close"}, "ticketIDs"},
 		{map[string]any{"action": "close"}, "ticketIDs"},
 		{map[string]any{"ticketIDs": many, "action": "close"}, "ticketIDs"},

@@ -125,7 +125,7 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 	for {
 		// A buffer per chunk: an unacknowledged publish keeps its data.
 		buf := make([]byte, ChunkSize)
-		n, rerr := fill(r, buf)
+		n, rerr := Fill(r, buf)
 		if n > 0 {
 			h.Write(buf[:n])
 			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: buf[:n]})
@@ -172,10 +172,10 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 	return nil
 }
 
-// fill reads into buf until it is full or r fails; it returns io.EOF only
+// Fill reads into buf until it is full or r fails; it returns io.EOF only
 // for r's own end (io.ReadFull would turn a source's io.ErrUnexpectedEOF,
 // a cut multipart upload, into a normal end).
-func fill(r io.Reader, buf []byte) (int, error) {
+func Fill(r io.Reader, buf []byte) (int, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := r.Read(buf[n:])

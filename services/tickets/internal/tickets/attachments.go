@@ -17,6 +17,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/services/tickets/internal/blob"
 )
 
 // Attachment is a file attached to a message. Its bytes are in the blob
@@ -138,7 +139,7 @@ func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, f
 		return Attachment{}, err
 	}
 	head := make([]byte, sniffLen)
-	n, err := readFull(body, head)
+	n, err := blob.Fill(body, head)
 	if err != nil && err != io.EOF {
 		return Attachment{}, err
 	}
@@ -159,19 +160,6 @@ func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, f
 		CustomerID: customerID, MessageID: messageID, FileName: CleanFileName(fileName), ContentType: contentType,
 		Size: m.n, SHA256: hex.EncodeToString(m.h.Sum(nil)), Key: key,
 	})
-}
-
-// readFull fills buf unless r ends (io.EOF) or fails first.
-func readFull(r io.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // meter counts and hashes what passes and fails once more than max bytes
