@@ -68,8 +68,9 @@ type MessageChanged struct {
 	ChannelID  int64  `json:"channelID"`
 	EndUserID  int64  `json:"endUserID"`
 	SenderType string `json:"senderType"`
-	// Language is the detected language of the text (ISO 639-1), "" when
-	// none was recognised.
+	// Language is the detected language of an end-user message's text (ISO
+	// 639-1); "" when none was recognised, and for other senders' messages,
+	// which are not run through detection.
 	Language string `json:"language,omitempty"`
 }
 

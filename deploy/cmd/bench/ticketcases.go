@@ -102,9 +102,9 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 		return "", err
 	}
 	if _, err := e.DB.Exec(ctx, `INSERT INTO tickets.tickets AS t (customer_id, channel_id, end_user_id, subject, status,
-		ticket_token, search, created_at, updated_at)
+		ticket_token, search, search_config, created_at, updated_at)
 		SELECT $1, $2, $3, s.subject, (ARRAY['Open','Pending','Escalated','Resolved','Closed'])[1 + i % 5],
-			md5(random()::text || i), to_tsvector('english', s.subject) || to_tsvector('simple', s.subject), s.at, s.at
+			md5(random()::text || i), to_tsvector('english', s.subject) || to_tsvector('simple', s.subject), 'english', s.at, s.at
 		FROM generate_series(1, $4::int) AS i,
 		LATERAL (SELECT format('Order %s: %s %s', 100000 + i, ($5::text[])[1 + i % cardinality($5::text[])],
 				($6::text[])[1 + (i / cardinality($5::text[])) % cardinality($6::text[])]) AS subject,

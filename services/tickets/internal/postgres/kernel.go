@@ -38,14 +38,14 @@ const ticketCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.c
 	coalesce((SELECT array_agg(DISTINCT n.name ORDER BY n.name) FROM ticket_messages m
 		JOIN message_topics mt ON mt.message_id = m.message_id
 		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
-		WHERE m.ticket_id = t.ticket_id), '{}')`
+		WHERE m.ticket_id = t.ticket_id), '{}'), t.search_config::text`
 
 func scanTicket(row pgx.Row) (tickets.Ticket, error) {
 	var t tickets.Ticket
 	var status string
 	var fields []byte
 	err := row.Scan(&t.ID, &t.CustomerID, &t.ChannelID, &t.EndUserID, &t.CustomerRepID, &t.Subject, &status,
-		&fields, &t.Token, &t.CreatedAt, &t.UpdatedAt, &t.Topics)
+		&fields, &t.Token, &t.CreatedAt, &t.UpdatedAt, &t.Topics, &t.SearchConfig)
 	t.Status, t.CustomFields = tickets.Status(status), fields
 	return t, err
 }
@@ -108,8 +108,8 @@ func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, i
 	_, cfg := tickets.TextLanguage(in.Subject)
 	now := s.now()
 	t, err := scanTicket(tx.QueryRow(ctx, `INSERT INTO tickets AS t (customer_id, channel_id, end_user_id, customer_rep_id,
-		subject, status, custom_fields, ticket_token, search, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+searchVector("$9", "$5")+`, $10, $10) RETURNING `+ticketCols,
+		subject, status, custom_fields, ticket_token, search, search_config, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+searchVector("$9", "$5")+`, $9::regconfig, $10, $10) RETURNING `+ticketCols,
 		customerID, in.ChannelID, in.EndUserID, in.CustomerRepID, in.Subject, string(in.Status), []byte(in.CustomFields),
 		token, cfg, now))
 	if err != nil {
@@ -145,8 +145,18 @@ func (s *Store) setTicketStatus(ctx context.Context, tx pgx.Tx, t tickets.Ticket
 // touches its dateUpdated and writes ticket.message.created (and
 // ticket.updated when the state changed). It returns the message and the
 // ticket as it is now.
+//
+// An end-user message's language is detected, and when recognised becomes
+// the ticket's search configuration; other messages are indexed with the
+// ticket's (detected only while the ticket has none).
 func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, in tickets.NewMessage) (tickets.Message, tickets.Ticket, error) {
-	lang, cfg := tickets.TextLanguage(in.Text)
+	lang, cfg := "", t.SearchConfig
+	if in.SenderType == tickets.SenderEndUser || cfg == "" || cfg == "simple" {
+		lang, cfg = tickets.TextLanguage(in.Text)
+	}
+	if in.SenderType == tickets.SenderEndUser && cfg != "simple" {
+		t.SearchConfig = cfg
+	}
 	now := s.now()
 	m, err := scanMessage(tx.QueryRow(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
 		sender_account_id, message, search_config, search, custom_fields, created_at, updated_at)
@@ -160,8 +170,8 @@ func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, 
 			return m, t, err
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE tickets SET updated_at = $3 WHERE customer_id = $1 AND ticket_id = $2`,
-		t.CustomerID, t.ID, now); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE tickets SET updated_at = $3, search_config = $4::regconfig
+		WHERE customer_id = $1 AND ticket_id = $2`, t.CustomerID, t.ID, now, t.SearchConfig); err != nil {
 		return m, t, err
 	}
 	t.UpdatedAt = now

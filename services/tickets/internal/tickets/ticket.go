@@ -90,9 +90,12 @@ type Ticket struct {
 	// CustomFields is a JSON object (never null).
 	CustomFields json.RawMessage
 	// Token is the credential of the end user's feedback link.
-	Token     string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Token string
+	// SearchConfig is the text search configuration of the conversation
+	// (tickets.TextLanguage), "simple" until a language is recognised.
+	SearchConfig string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // IsClosed is the spec's isClosed flag.
