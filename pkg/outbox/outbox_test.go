@@ -300,3 +300,42 @@ func TestSameMessageIDWrittenOnce(t *testing.T) {
 		t.Fatalf("%d rows for one message id", n)
 	}
 }
+
+// Staged rows are relayed when Committed is called, with no NOTIFY and no
+// poll; without the call they wait (a relay of another process would see
+// them at its next poll).
+func TestRunWakesOnCommitted(t *testing.T) {
+	e := setup(t)
+	r := NewRelay(e.db, e.bus, quiet)
+	r.poll = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the relay's first flush is over
+	stage := func(body string) {
+		t.Helper()
+		m, err := Event(ctx, "note.added", 9, time.Now(), noteAdded{Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := postgres.InTx(ctx, e.db, func(tx pgx.Tx) error { return Stage(ctx, tx, m) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stage("quiet")
+	time.Sleep(300 * time.Millisecond)
+	if n := e.pending(t); n != 1 {
+		t.Fatalf("%d pending before Committed, want 1 (staging must not notify)", n)
+	}
+	for i := range 3 {
+		stage(fmt.Sprint("s", i))
+		Committed()
+	}
+	e.received(t, 4)
+}

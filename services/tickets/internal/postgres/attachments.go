@@ -42,7 +42,7 @@ func (s *Store) ReserveBlob(ctx context.Context, customerID, messageID int64, ke
 // list, in one transaction.
 func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment) (tickets.Attachment, error) {
 	var out tickets.Attachment
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM blob_garbage WHERE object_key = $1`, a.Key)
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (s *Store) DeleteAttachment(ctx context.Context, customerID, messageID, id 
 func (s *Store) SweepBlobs(ctx context.Context, limit int, del func(ctx context.Context, key string) error) (int, error) {
 	deleted := 0
 	var delErr error
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		keys, err := postgres.Collect(ctx, tx, "garbage", `SELECT object_key FROM blob_garbage WHERE not_before <= $1
 			ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED`, func(r pgx.Row) (string, error) {
 			var k string

@@ -68,14 +68,14 @@ func (s *Store) addEndUserEvent(ctx context.Context, tx pgx.Tx, eventType string
 	if err != nil {
 		return err
 	}
-	return outbox.Add(ctx, tx, m)
+	return outbox.Stage(ctx, tx, m)
 }
 
 // changeEndUser runs one statement returning an end user and writes its
 // event, in one transaction.
 func (s *Store) changeEndUser(ctx context.Context, eventType, sql string, args ...any) (tickets.EndUser, error) {
 	var u tickets.EndUser
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if u, err = scanEndUser(tx.QueryRow(ctx, sql, args...)); err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 // message.voted, in one transaction. Any mismatch is NotFound.
 func (s *Store) Vote(ctx context.Context, messageID int64, token, vote string) (tickets.VoteTarget, error) {
 	var t tickets.VoteTarget
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// The message's own row lock orders concurrent votes on it: the
 		// one that commits last is the stored vote and the last event.
 		if err := tx.QueryRow(ctx, `SELECT t.customer_id, t.ticket_id, t.customer_rep_id

@@ -201,5 +201,5 @@ func (s *Store) addEvent(ctx context.Context, tx pgx.Tx, eventType string, custo
 	if err != nil {
 		return err
 	}
-	return outbox.Add(ctx, tx, m)
+	return outbox.Stage(ctx, tx, m)
 }

@@ -66,7 +66,7 @@ func (s *Store) lockMessage(ctx context.Context, tx pgx.Tx, customerID, id int64
 // end-user message reopens it: insertMessage).
 func (s *Store) AddMessage(ctx context.Context, customerID, ticketID int64, in tickets.NewMessage) (tickets.Message, error) {
 	var m tickets.Message
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		t, err := s.lockTicket(ctx, tx, customerID, ticketID)
 		if err != nil {
 			return err
@@ -81,7 +81,7 @@ func (s *Store) AddMessage(ctx context.Context, customerID, ticketID int64, in t
 // transaction.
 func (s *Store) OpenTicketWithMessage(ctx context.Context, customerID int64, nt tickets.NewTicket, in tickets.NewMessage) (tickets.Message, error) {
 	var m tickets.Message
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		t, err := s.insertTicket(ctx, tx, customerID, nt)
 		if err != nil {
 			return err
@@ -95,7 +95,7 @@ func (s *Store) OpenTicketWithMessage(ctx context.Context, customerID int64, nt 
 // PatchMessage applies a merge patch to a message (ticket.message.updated
 // when it changed anything). A new text is indexed again in its language.
 func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, p tickets.MessagePatch) error {
-	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -128,7 +128,7 @@ func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, p ticket
 // and attachments go with it (the attachments' bytes are queued in
 // blob_garbage by the trigger). It writes ticket.message.deleted.
 func (s *Store) DeleteMessage(ctx context.Context, customerID, id int64) error {
-	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -146,7 +146,7 @@ func (s *Store) DeleteMessage(ctx context.Context, customerID, id int64) error {
 // reply keeps the text that was sent.
 func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.ReplyInput) (tickets.Message, error) {
 	var sent tickets.Message
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -181,7 +181,7 @@ func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.R
 // Escalated (a Closed ticket cannot be: 409), appends the comment to the
 // ticket's feedback comments and writes message.escalated.
 func (s *Store) EscalateMessage(ctx context.Context, customerID, id int64, e tickets.Escalation) error {
-	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -210,7 +210,7 @@ func (s *Store) EscalateMessage(ctx context.Context, customerID, id int64, e tic
 // RequestTopicDetection writes ticket.message.topic-detection.requested
 // for a message of the customer.
 func (s *Store) RequestTopicDetection(ctx context.Context, customerID, id int64) error {
-	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		var ticketID int64
 		if err := tx.QueryRow(ctx, `SELECT ticket_id FROM ticket_messages WHERE customer_id = $1 AND message_id = $2`,
 			customerID, id).Scan(&ticketID); err != nil {

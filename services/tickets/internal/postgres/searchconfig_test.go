@@ -36,7 +36,7 @@ func TestMessagesTakeTheTicketsSearchConfig(t *testing.T) {
 	}
 	// An end-user message in another recognised language moves the ticket.
 	if _, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser,
-		Text: "Sorry, I will write in English: my parcel still has not arrived and I need to know where it is.",
+		Text:         "Sorry, I will write in English: my parcel still has not arrived and I need to know where it is.",
 		CustomFields: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,15 @@
 package postgres
 
 import (
+	"context"
 	"embed"
 	"io/fs"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"supportplatform.dev/pkg/outbox"
+	"supportplatform.dev/pkg/postgres"
 )
 
 //go:embed migrations/*.sql
@@ -31,3 +35,15 @@ type Store struct {
 
 // New returns a store on pool (whose search_path is the tickets schema).
 func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, now: now} }
+
+// inTx runs fn in a transaction and, when it commits, wakes this process's
+// outbox relay: the store stages its events (outbox.Stage) instead of a
+// NOTIFY per transaction. The relay of another replica sees them at its
+// next poll, and each replica relays its own at once.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := postgres.InTx(ctx, s.db, fn); err != nil {
+		return err
+	}
+	outbox.Committed()
+	return nil
+}

@@ -238,7 +238,7 @@ func (s *Store) TicketDetails(ctx context.Context, customerID, id int64) (ticket
 // CreateTicket inserts a ticket (ticket.created).
 func (s *Store) CreateTicket(ctx context.Context, customerID int64, in tickets.NewTicket) (tickets.TicketDetails, error) {
 	var t tickets.Ticket
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		t, err = s.insertTicket(ctx, tx, customerID, in)
 		return err
@@ -260,7 +260,7 @@ func sameRep(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 // fields and writes them with ticket.updated (carrying previousStatus when
 // the state changed). A change that changes nothing writes nothing.
 func (s *Store) UpdateTicket(ctx context.Context, customerID, id int64, change func(tickets.Ticket) (tickets.Ticket, error)) error {
-	return postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		old, err := s.lockTicket(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -300,7 +300,7 @@ func (s *Store) UpdateTicket(ctx context.Context, customerID, id int64, change f
 // trigger queues their bytes in blob_garbage). It writes ticket.deleted with
 // the ticket as it was.
 func (s *Store) DeleteTicket(ctx context.Context, customerID, id int64) error {
-	return postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		t, err := s.lockTicket(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -319,7 +319,7 @@ func (s *Store) DeleteTicket(ctx context.Context, customerID, id int64) error {
 // each with its ticket.updated. Any error leaves everything as it was.
 func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []int64,
 	change func([]tickets.Ticket) ([]tickets.TicketChange, error)) error {
-	return postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketCols+` FROM tickets t
 			WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`,
 			scanTicket, customerID, ids)

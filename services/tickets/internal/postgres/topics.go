@@ -58,7 +58,7 @@ func upsertTopicNames(ctx context.Context, tx pgx.Tx, customerID int64, names ma
 // topic.action.triggered per active action of each topic it added, in
 // a.Triggered's order.
 func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a tickets.TopicAssignment) error {
-	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -134,7 +134,7 @@ func (s *Store) RenameTopic(ctx context.Context, customerID, topicID int64, name
 // ForgetTopic turns a deleted topic into a tombstone and removes it from
 // every message (topic.deleted). Handling it again changes nothing.
 func (s *Store) ForgetTopic(ctx context.Context, customerID, topicID int64, at time.Time) error {
-	return postgres.Error(postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO topic_names AS n (customer_id, topic_id, name, updated_at, deleted_at)
 			VALUES ($1, $2, '', $3, $3)
 			ON CONFLICT (customer_id, topic_id) DO UPDATE SET deleted_at = coalesce(n.deleted_at, EXCLUDED.deleted_at)`,
