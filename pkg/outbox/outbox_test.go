@@ -202,17 +202,7 @@ func TestEventSurvivesNATSBeingDown(t *testing.T) {
 // Run publishes on the commit's notification, not only on its poll.
 func TestRunWakesOnCommit(t *testing.T) {
 	e := setup(t)
-	r := NewRelay(e.db, e.bus, quiet)
-	r.poll = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	runRelay(t, e)
 	time.Sleep(200 * time.Millisecond) // let LISTEN take effect; rows before it are flushed anyway
 	for i := 0; i < 3; i++ {
 		e.write(t, context.Background(), fmt.Sprint("n", i), false)
@@ -306,17 +296,7 @@ func TestSameMessageIDWrittenOnce(t *testing.T) {
 // them at its next poll).
 func TestRunWakesOnCommitted(t *testing.T) {
 	e := setup(t)
-	r := NewRelay(e.db, e.bus, quiet)
-	r.poll = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx := runRelay(t, e)
 	time.Sleep(200 * time.Millisecond) // the relay's first flush is over
 	stage := func(body string) {
 		t.Helper()
@@ -338,4 +318,22 @@ func TestRunWakesOnCommitted(t *testing.T) {
 		Committed()
 	}
 	e.received(t, 4)
+}
+
+// runRelay runs a relay that never polls until the test ends; the context
+// returned ends with it.
+func runRelay(t *testing.T, e *env) context.Context {
+	t.Helper()
+	r := NewRelay(e.db, e.bus, quiet)
+	r.poll = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx
 }
