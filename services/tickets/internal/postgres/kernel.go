@@ -31,14 +31,22 @@ func searchVector(cfg, text string) string {
 	return `(to_tsvector(` + cfg + `::regconfig, left(` + text + `, 100000)) || to_tsvector('simple', left(` + text + `, 100000)))`
 }
 
+// ticketScalarCols are a ticket's own columns (alias t).
+const ticketScalarCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.customer_rep_id, t.subject, t.status,
+	t.custom_fields, t.ticket_token, t.created_at, t.updated_at`
+
 // ticketCols select a ticket aliased t, with the sorted names of the topics
 // on its messages.
-const ticketCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.customer_rep_id, t.subject, t.status,
-	t.custom_fields, t.ticket_token, t.created_at, t.updated_at,
+const ticketCols = ticketScalarCols + `,
 	coalesce((SELECT array_agg(DISTINCT n.name ORDER BY n.name) FROM ticket_messages m
 		JOIN message_topics mt ON mt.message_id = m.message_id
 		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
 		WHERE m.ticket_id = t.ticket_id), '{}'), t.search_config::text`
+
+// ticketWriteCols select a ticket for a write, which never reads its topic
+// names (Topics is empty): a new ticket, or one locked for a change. The
+// names' three-table join stays off the write path.
+const ticketWriteCols = ticketScalarCols + `, '{}'::text[], t.search_config::text`
 
 func scanTicket(row pgx.Row) (tickets.Ticket, error) {
 	var t tickets.Ticket
@@ -50,16 +58,23 @@ func scanTicket(row pgx.Row) (tickets.Ticket, error) {
 	return t, err
 }
 
+// messageScalarCols are a message's own columns (alias m).
+const messageScalarCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_type, m.sender_account_id, m.message,
+	coalesce(m.ai_reply_text, ''), m.ai_reply_status, m.ai_reply_at, m.custom_fields, m.is_escalated,
+	m.created_at, m.updated_at`
+
 // messageCols select a message aliased m, with its topics (by id) and the
 // number of its attachments.
-const messageCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_type, m.sender_account_id, m.message,
-	coalesce(m.ai_reply_text, ''), m.ai_reply_status, m.ai_reply_at, m.custom_fields, m.is_escalated,
-	m.created_at, m.updated_at,
+const messageCols = messageScalarCols + `,
 	coalesce((SELECT jsonb_agg(jsonb_build_object('id', mt.ticket_message_topic_id, 'topicID', mt.topic_id, 'name', n.name)
 		ORDER BY mt.ticket_message_topic_id) FROM message_topics mt
 		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
 		WHERE mt.message_id = m.message_id), '[]'),
 	(SELECT count(*) FROM attachments a WHERE a.message_id = m.message_id)`
+
+// newMessageCols return a message just inserted: it has no topics and no
+// attachments yet.
+const newMessageCols = messageScalarCols + `, '[]'::jsonb, 0::bigint`
 
 type topicRow struct {
 	ID      int64  `json:"id"`
@@ -109,7 +124,7 @@ func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, i
 	now := s.now()
 	t, err := scanTicket(tx.QueryRow(ctx, `INSERT INTO tickets AS t (customer_id, channel_id, end_user_id, customer_rep_id,
 		subject, status, custom_fields, ticket_token, search, search_config, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+searchVector("$9", "$5")+`, $9::regconfig, $10, $10) RETURNING `+ticketCols,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+searchVector("$9", "$5")+`, $9::regconfig, $10, $10) RETURNING `+ticketWriteCols,
 		customerID, in.ChannelID, in.EndUserID, in.CustomerRepID, in.Subject, string(in.Status), []byte(in.CustomFields),
 		token, cfg, now))
 	if err != nil {
@@ -120,7 +135,7 @@ func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, i
 
 // lockTicket reads the customer's ticket and locks it for the transaction.
 func (s *Store) lockTicket(ctx context.Context, tx pgx.Tx, customerID, id int64) (tickets.Ticket, error) {
-	t, err := scanTicket(tx.QueryRow(ctx, `SELECT `+ticketCols+` FROM tickets t
+	t, err := scanTicket(tx.QueryRow(ctx, `SELECT `+ticketWriteCols+` FROM tickets t
 		WHERE t.customer_id = $1 AND t.ticket_id = $2 FOR UPDATE OF t`, customerID, id))
 	return t, postgres.Error(err, "ticket")
 }
@@ -160,7 +175,7 @@ func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, 
 	now := s.now()
 	m, err := scanMessage(tx.QueryRow(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
 		sender_account_id, message, search_config, search, custom_fields, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6::regconfig, `+searchVector("$6", "$5")+`, $7, $8, $8) RETURNING `+messageCols,
+		VALUES ($1, $2, $3, $4, $5, $6::regconfig, `+searchVector("$6", "$5")+`, $7, $8, $8) RETURNING `+newMessageCols,
 		t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now))
 	if err != nil {
 		return m, t, postgres.Error(err, "message")

@@ -320,7 +320,7 @@ func (s *Store) DeleteTicket(ctx context.Context, customerID, id int64) error {
 func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []int64,
 	change func([]tickets.Ticket) ([]tickets.TicketChange, error)) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketCols+` FROM tickets t
+		locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketWriteCols+` FROM tickets t
 			WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`,
 			scanTicket, customerID, ids)
 		if err != nil {
