@@ -73,6 +73,13 @@ var Services = []Service{
 		Schema: "mail",
 	},
 	{
+		// The mail import worker (not routed): folder imports into
+		// MAIL_INBOUND, replies out by mail. Any number of replicas.
+		Name:   "importworker",
+		Module: "services/mail",
+		Schema: "mail",
+	},
+	{
 		// End users, tickets and their messages.
 		Name:     "tickets",
 		Prefixes: []string{"/api/Tickets", "/api/TicketMessages", "/api/EndUsers"},

@@ -114,3 +114,94 @@ type ChannelReply struct {
 	IsDeleted    bool   `json:"isDeleted"`
 	EmailAddress string `json:"emailAddress,omitempty"`
 }
+
+// MAIL_INBOUND carries one message per imported mail from the import worker
+// to tickets, which turns it into a ticket or a message of its ticket.
+const (
+	StreamMailInbound = "MAIL_INBOUND"
+	// MailInboundSubjects is what StreamMailInbound captures.
+	MailInboundSubjects = "mail.inbound.>"
+	// MailInboundDuplicates is the stream's duplicate window: a mail
+	// published again inside it (a re-run import, a resync) is dropped by
+	// its message id. Tickets' unique (channel, provider message id) covers
+	// what comes later.
+	MailInboundDuplicates = 2 * time.Hour
+	// MailInboundMaxAge bounds how long an unconsumed mail waits for tickets.
+	MailInboundMaxAge = 7 * 24 * time.Hour
+)
+
+// MailInboundSubject is the subject of a channel's imported mail.
+func MailInboundSubject(channelID int64) string {
+	return "mail.inbound." + strconv.FormatInt(channelID, 10)
+}
+
+// MailInboundMsgID is the message id of an imported mail: the provider's
+// immutable message id, qualified by the channel (two customers may connect
+// the same mailbox, each as a channel of its own).
+func MailInboundMsgID(channelID int64, providerMessageID string) string {
+	return "mail." + strconv.FormatInt(channelID, 10) + "." + providerMessageID
+}
+
+// BucketMailAttachments is the Object Store bucket where the import worker
+// puts the bytes of imported mails' attachments; tickets reads them into its
+// own bucket. Objects expire after MailInboundMaxAge.
+const BucketMailAttachments = "MAIL_ATTACHMENTS"
+
+// Size bounds of an InboundMail (the message must stay well under NATS's
+// 1 MB payload): longer bodies are cut at a rune boundary and Truncated set.
+const (
+	MailBodyTextMax = 256 << 10
+	MailBodyHTMLMax = 512 << 10
+)
+
+// MailAddress is a mail's address with its display name.
+type MailAddress struct {
+	Name    string `json:"name,omitempty"`
+	Address string `json:"address"`
+}
+
+// InboundAttachment is an imported mail's attachment. Its bytes are the
+// object Object in BucketMailAttachments; Object is "" when they were not
+// carried (Skipped says why: over the tickets service's size cap, an item
+// or reference attachment, ...).
+type InboundAttachment struct {
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256,omitempty"`
+	Object      string `json:"object,omitempty"`
+	IsInline    bool   `json:"isInline,omitempty"`
+	ContentID   string `json:"contentID,omitempty"`
+	Skipped     string `json:"skipped,omitempty"`
+}
+
+// InboundMail is one imported mail on StreamMailInbound.
+type InboundMail struct {
+	CustomerID int64 `json:"customerID"`
+	ChannelID  int64 `json:"channelID"`
+	FolderID   int64 `json:"folderID"`
+	// Mailbox is the channel's address the mail was imported from.
+	Mailbox string `json:"mailbox"`
+	// ProviderMessageID is Graph's immutable message id (case-sensitive).
+	ProviderMessageID string `json:"providerMessageID"`
+	// InternetMessageID is the mail's Message-ID header, with its angle
+	// brackets; InReplyTo and References name earlier mails the same way.
+	InternetMessageID string   `json:"internetMessageID,omitempty"`
+	InReplyTo         string   `json:"inReplyTo,omitempty"`
+	References        []string `json:"references,omitempty"`
+	// ConversationID is the provider's thread id.
+	ConversationID string        `json:"conversationID,omitempty"`
+	Subject        string        `json:"subject"`
+	From           MailAddress   `json:"from"`
+	To             []MailAddress `json:"to,omitempty"`
+	Cc             []MailAddress `json:"cc,omitempty"`
+	ReceivedAt     time.Time     `json:"receivedAt"`
+	// BodyText is the body as plain text (the provider's conversion of an
+	// HTML body); BodyHTML the HTML body as the mail has it, unsanitised
+	// ("" for a plain-text mail).
+	BodyText    string              `json:"bodyText"`
+	BodyHTML    string              `json:"bodyHTML,omitempty"`
+	Truncated   bool                `json:"truncated,omitempty"`
+	Attachments []InboundAttachment `json:"attachments,omitempty"`
+	ImportedAt  time.Time           `json:"importedAt"`
+}

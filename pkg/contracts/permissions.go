@@ -27,6 +27,9 @@ type Service struct {
 	// creates them, writes, reads and deletes objects in them, and may
 	// touch no other bucket.
 	Buckets []string
+	// ReadsBuckets are other services' buckets it reads objects from (and
+	// never writes or deletes).
+	ReadsBuckets []string
 }
 
 // Services is the table of every service that connects to NATS.
@@ -55,17 +58,31 @@ var Services = []Service{
 	},
 	{
 		// HTTP of the mail context: channels, provider callbacks, toggles.
-		Name:      "mailingest",
-		Serves:    []string{RPCChannel},
-		Publishes: []string{EventChannelCreated, EventChannelUpdated, EventChannelDeleted},
-		Queues:    []string{MailImportSubjects},
-		Streams:   []string{StreamEvents, StreamMailImport},
+		Name:   "mailingest",
+		Serves: []string{RPCChannel},
+		// It relays the mail outbox: renewal's catch-up imports and the
+		// import worker's reply delivery events.
+		Publishes: []string{EventChannelCreated, EventChannelUpdated, EventChannelDeleted,
+			EventReplyDelivered, EventReplyFailed},
+		Queues:  []string{MailImportSubjects},
+		Streams: []string{StreamEvents, StreamMailImport},
 	},
 	{
 		// The scheduled subscription job. Its catch-up imports go through
 		// the mail outbox, which mailingest relays.
 		Name:    "renewal",
 		Streams: []string{StreamEvents},
+	},
+	{
+		// The mail import worker: folder imports from MAIL_IMPORT into
+		// MAIL_INBOUND (attachment bytes in its bucket), and agents' replies
+		// out by mail (message.reply.sent); its delivery events go through
+		// the mail outbox, which mailingest relays.
+		Name:     "importworker",
+		Queues:   []string{MailInboundSubjects},
+		Streams:  []string{StreamEvents, StreamMailImport, StreamMailInbound},
+		Consumes: []string{StreamMailImport, StreamEvents},
+		Buckets:  []string{BucketMailAttachments},
 	},
 	{
 		// End users, tickets and their messages.
@@ -76,11 +93,15 @@ var Services = []Service{
 			EventMessageCreated, EventMessageUpdated, EventMessageDeleted,
 			EventTopicsAssigned, EventTopicDetectionRequested, EventTopicActionTriggered,
 			EventMessageEscalated, EventReplySent, EventMessageVoted},
-		Streams: []string{StreamEvents},
-		// Topic names follow topic.updated and topic.deleted.
-		Consumes: []string{StreamEvents},
-		// Attachment bytes.
-		Buckets: []string{BucketAttachments},
+		Streams: []string{StreamEvents, StreamMailInbound},
+		// Topic names follow topic.updated and topic.deleted; reply
+		// deliveries follow message.reply.*; imported mail comes from
+		// MAIL_INBOUND.
+		Consumes: []string{StreamEvents, StreamMailInbound},
+		// Attachment bytes; imported mails' attachments are read from the
+		// import worker's bucket.
+		Buckets:      []string{BucketAttachments},
+		ReadsBuckets: []string{BucketMailAttachments},
 	},
 }
 
@@ -153,6 +174,9 @@ func (n Names) Permissions(s Service) Permissions {
 	for _, b := range s.Buckets {
 		p.Publish = append(p.Publish, n.bucketPermissions(b)...)
 	}
+	for _, b := range s.ReadsBuckets {
+		p.Publish = append(p.Publish, n.bucketReadPermissions(b)...)
+	}
 	return p
 }
 
@@ -187,6 +211,20 @@ func (n Names) bucketPermissions(b string) []string {
 		"$JS.FC."+stream+".>",
 		"$O."+bucket+".>",
 	)
+}
+
+// bucketReadPermissions are what reading objects of bucket b takes: the
+// stream's info, metadata gets and the ordered consumer of the chunks; no
+// publish on $O.<bucket>, no purge.
+func (n Names) bucketReadPermissions(b string) []string {
+	stream := ObjectStream(n.Stream(b))
+	return []string{
+		jsAPI + "STREAM.INFO." + stream, jsAPI + "STREAM.MSG.GET." + stream,
+		jsAPI + "DIRECT.GET." + stream, jsAPI + "DIRECT.GET." + stream + ".>",
+		jsAPI + "CONSUMER.CREATE." + stream, jsAPI + "CONSUMER.CREATE." + stream + ".>",
+		jsAPI + "CONSUMER.DELETE." + stream + ".>", jsAPI + "CONSUMER.INFO." + stream + ".>",
+		"$JS.FC." + stream + ".>",
+	}
 }
 
 // HarnessPermissions are the harness user's: publish everything under the

@@ -306,11 +306,27 @@ func TestBucketOwnersUseTheirBucketsOnly(t *testing.T) {
 				}
 				o := connect(t, urls[other.Name], other.Name, names)
 				short, cancel := context.WithTimeout(ctx, time.Second)
-				if _, err := o.JS.ObjectStore(short, bucket); err == nil {
-					t.Errorf("%s bound %s's bucket", other.Name, s.Name)
+				if slices.Contains(other.ReadsBuckets, base) {
+					// A reader reads the object and can neither write nor
+					// delete.
+					ro, err := o.JS.ObjectStore(short, bucket)
+					if err != nil {
+						t.Fatalf("%s binds %s's bucket to read it: %v", other.Name, s.Name, err)
+					}
+					if got, err := ro.GetBytes(short, "b"); err != nil || string(got) != "kept" {
+						t.Fatalf("%s reads %s's object: %q, %v", other.Name, s.Name, got, err)
+					}
+					if err := ro.Delete(short, "b"); err == nil {
+						t.Errorf("%s deleted an object of %s's bucket", other.Name, s.Name)
+					}
+					cancel()
+				} else {
+					if _, err := o.JS.ObjectStore(short, bucket); err == nil {
+						t.Errorf("%s bound %s's bucket", other.Name, s.Name)
+					}
+					cancel()
+					permissionError(t, o, "$JS.API.STREAM.INFO."+contracts.ObjectStream(bucket))
 				}
-				cancel()
-				permissionError(t, o, "$JS.API.STREAM.INFO."+contracts.ObjectStream(bucket))
 				if err := o.NC.Publish("$O."+bucket+".C.x", []byte("x")); err != nil {
 					t.Fatal(err)
 				}

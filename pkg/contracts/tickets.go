@@ -42,6 +42,10 @@ const (
 	// EventReplySent: an agent's reply (prepared by the AI or modified) was
 	// added to the ticket; the mail context delivers it to the end user.
 	EventReplySent = "message.reply.sent"
+	// EventReplyDelivered and EventReplyFailed: the mail context delivered
+	// a reply by mail, or gave up (data ReplyDelivery).
+	EventReplyDelivered = "message.reply.delivered"
+	EventReplyFailed    = "message.reply.failed"
 	// EventMessageVoted: the end user liked or disliked a message.
 	EventMessageVoted = "message.voted"
 )
@@ -122,6 +126,26 @@ type ReplySent struct {
 	// Modified is true when the agent sent their own text instead of the
 	// prepared reply.
 	Modified bool `json:"modified"`
+	// What the mail context needs to deliver the reply by mail: the
+	// ticket's subject, the end user's address, and the provider id of the
+	// end user's latest mail in the ticket ("" when the ticket has none:
+	// the reply is a new mail then).
+	Subject           string      `json:"subject"`
+	To                MailAddress `json:"to"`
+	ReplyToProviderID string      `json:"replyToProviderID,omitempty"`
+	// ReplyToInternetMessageID is that mail's Message-ID, for threading a
+	// new mail when replying is not possible.
+	ReplyToInternetMessageID string `json:"replyToInternetMessageID,omitempty"`
+}
+
+// ReplyDelivery is the data of message.reply.delivered and
+// message.reply.failed.
+type ReplyDelivery struct {
+	MessageID int64 `json:"messageID"`
+	TicketID  int64 `json:"ticketID"`
+	// Attempts made so far; Error is the last failure ("" when delivered).
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
 }
 
 // MessageVoted is the data of message.voted.

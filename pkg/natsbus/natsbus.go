@@ -222,6 +222,21 @@ func (b *Bus) EnsureEventsStream(ctx context.Context) error {
 	})
 }
 
+// EnsureMailInboundStream declares the MAIL_INBOUND stream (idempotent): the
+// import worker, which publishes to it, and tickets, which consumes it, both
+// declare it, so either may start first.
+func (b *Bus) EnsureMailInboundStream(ctx context.Context) error {
+	return b.EnsureStream(ctx, jetstream.StreamConfig{
+		Name:     b.Names.Stream(contracts.StreamMailInbound),
+		Subjects: []string{b.Names.Subject(contracts.MailInboundSubjects)},
+		// A work queue: a mail is gone once tickets has stored it.
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		MaxAge:     contracts.MailInboundMaxAge,
+		Duplicates: contracts.MailInboundDuplicates,
+	})
+}
+
 // EnsureStream creates or updates a stream.
 func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
 	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {

@@ -20,7 +20,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/idempotency"
 	"supportplatform.dev/pkg/ratelimit"
-	"supportplatform.dev/services/tickets/internal/blob"
+	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/services/tickets/internal/httpapi"
 	"supportplatform.dev/services/tickets/internal/lookup"
 	"supportplatform.dev/services/tickets/internal/postgres"
@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := topicsync.Start(ctx, deps.Bus, store); err != nil {
 		return err
 	}
-	blobs, err := blob.Open(ctx, deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketAttachments))
+	blobs, err := blob.Open(ctx, deps.Bus.JS, blob.Bucket{Name: deps.Bus.Names.Stream(contracts.BucketAttachments), Description: "attachment bytes of the tickets service"})
 	if err != nil {
 		return err
 	}

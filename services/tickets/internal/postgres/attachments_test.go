@@ -22,7 +22,7 @@ import (
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/randid"
-	"supportplatform.dev/services/tickets/internal/blob"
+	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
@@ -78,7 +78,7 @@ func newAttachmentsEnv(t *testing.T, maxBytes int64) attachmentsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bus.NC.Close() })
-	blobs, err := blob.Open(context.Background(), bus.JS, names.Stream(contracts.BucketAttachments))
+	blobs, err := blob.Open(context.Background(), bus.JS, blob.Bucket{Name: names.Stream(contracts.BucketAttachments)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/randid"
-	"supportplatform.dev/services/tickets/internal/blob"
+	"supportplatform.dev/pkg/blob"
 )
 
 // Attachment is a file attached to a message. Its bytes are in the blob

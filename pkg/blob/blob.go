@@ -52,22 +52,44 @@ type ObjectStore struct {
 	stream jetstream.Stream
 }
 
+// Bucket configures a bucket Open creates.
+type Bucket struct {
+	// Name is the bucket's full name (contracts.Names.Stream of a Bucket*
+	// constant).
+	Name        string
+	Description string
+	// MaxAge, when positive, removes objects older than it (a hand-over
+	// bucket whose objects are copied elsewhere).
+	MaxAge time.Duration
+}
+
 // Open creates the bucket when it is missing (file storage, one replica
 // unless the stream already says otherwise) and returns the store.
-func Open(ctx context.Context, js jetstream.JetStream, bucket string) (*ObjectStore, error) {
+func Open(ctx context.Context, js jetstream.JetStream, b Bucket) (*ObjectStore, error) {
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      bucket,
-		Description: "attachment bytes of the tickets service",
+		Bucket:      b.Name,
+		Description: b.Description,
 		Storage:     jetstream.FileStorage,
+		TTL:         b.MaxAge,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("blob: object store %s: %w", bucket, err)
+		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
 	}
-	stream, err := js.Stream(ctx, contracts.ObjectStream(bucket))
+	stream, err := js.Stream(ctx, contracts.ObjectStream(b.Name))
+	if err != nil {
+		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
+	}
+	return &ObjectStore{js: js, bucket: b.Name, obs: obs, stream: stream}, nil
+}
+
+// OpenReader opens another service's existing bucket for reading only
+// (contracts.Service.ReadsBuckets): Open works on it, Put and Delete do not.
+func OpenReader(ctx context.Context, js jetstream.JetStream, bucket string) (*ObjectStore, error) {
+	obs, err := js.ObjectStore(ctx, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("blob: object store %s: %w", bucket, err)
 	}
-	return &ObjectStore{js: js, bucket: bucket, obs: obs, stream: stream}, nil
+	return &ObjectStore{js: js, bucket: bucket, obs: obs}, nil
 }
 
 func (s *ObjectStore) chunkSubject(key string) string { return "$O." + s.bucket + ".C." + key }
@@ -89,6 +111,9 @@ func checkKey(key string) error {
 func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err error) {
 	if err := checkKey(key); err != nil {
 		return err
+	}
+	if s.stream == nil {
+		return fmt.Errorf("blob: put %s: bucket %s is open for reading only", key, s.bucket)
 	}
 	subject := s.chunkSubject(key)
 	var pending []jetstream.PubAckFuture
@@ -213,6 +238,9 @@ func (s *ObjectStore) Open(ctx context.Context, key string) (io.ReadCloser, int6
 func (s *ObjectStore) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
+	}
+	if s.stream == nil {
+		return fmt.Errorf("blob: delete %s: bucket %s is open for reading only", key, s.bucket)
 	}
 	for _, subject := range []string{s.chunkSubject(key), s.metaSubject(key)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
-	"supportplatform.dev/services/tickets/internal/blob"
 )
 
 // openAs connects to a server whose users have the table's permissions, as
@@ -28,7 +28,7 @@ func openAs(t *testing.T, user string) (*blob.ObjectStore, *natsbus.Bus, map[str
 	names := contracts.Names{Prefix: "blob-test"}
 	urls := natstest.StartWithUsers(t, names)
 	bus := connect(t, urls[user], user, names)
-	s, err := blob.Open(context.Background(), bus.JS, names.Stream(contracts.BucketAttachments))
+	s, err := blob.Open(context.Background(), bus.JS, blob.Bucket{Name: names.Stream(contracts.BucketAttachments)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestOtherServicesCannotUseTheBucket(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	bucket := names.Stream(contracts.BucketAttachments)
-	if _, err := blob.Open(short, topics.JS, bucket); err == nil {
+	if _, err := blob.Open(short, topics.JS, blob.Bucket{Name: bucket}); err == nil {
 		t.Fatal("topics opened the attachments bucket")
 	}
 	short2, cancel2 := context.WithTimeout(ctx, 2*time.Second)
