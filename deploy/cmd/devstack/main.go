@@ -187,7 +187,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		LogLevel:    cfg.LogLevel,
 		RedisPrefix: "sp",
 		NATSPrefix:  "sp",
-		Env:         map[string][]string{"mailingest": mailEnv, "renewal": mailEnv},
+		Env:         map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importworker": mailEnv},
 	})
 	if err != nil {
 		return err
