@@ -102,7 +102,9 @@ type Stack struct {
 
 	env      map[string][]string
 	bins     map[string]string
+	mu       sync.Mutex // procs and replicas, which StartReplica changes
 	procs    []*process
+	replicas map[string]int // replicas started per service
 	natsProc *process
 	natsAddr string
 	// natsPasswords by NATS user; generated per Start.
@@ -161,6 +163,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		Demo:        opts.Demo,
 		env:         map[string][]string{},
 		bins:        map[string]string{},
+		replicas:    map[string]int{},
 		infra:       infra,
 	}
 	if opts.Log != nil {
@@ -347,7 +350,9 @@ func (s *Stack) startServices(ctx context.Context, svcs []Service) error {
 		if err != nil {
 			return err
 		}
+		s.mu.Lock()
 		s.procs = append(s.procs, p)
+		s.mu.Unlock()
 		s.Services = append(s.Services, svc.Name)
 		started = append(started, p)
 	}
@@ -395,6 +400,8 @@ func (s *Stack) Command(ctx context.Context, service string, args ...string) *ex
 // ("traefik").
 func (s *Stack) PIDs() map[string]int {
 	pids := map[string]int{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, p := range s.procs {
 		pids[p.spec.name] = p.cmd.Process.Pid
 	}
@@ -440,8 +447,11 @@ func (s *Stack) Stop() error {
 		if s.Gateway != nil {
 			errs = append(errs, s.Gateway.Stop())
 		}
-		for i := len(s.procs) - 1; i >= 0; i-- {
-			errs = append(errs, s.procs[i].stop(15*time.Second))
+		s.mu.Lock()
+		procs := slices.Clone(s.procs)
+		s.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			errs = append(errs, procs[i].stop(15*time.Second))
 		}
 		if s.natsProc != nil {
 			errs = append(errs, s.natsProc.stop(15*time.Second))

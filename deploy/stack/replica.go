@@ -1,0 +1,106 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Replica is one more process of a started service (a second import
+// worker, or one restarted after a kill), on an HTTP port of its own, with
+// the service's environment. Stack.Stop stops it with the rest.
+type Replica struct {
+	// Name is the service name and the replica's number ("importworker-2");
+	// its log file is LogFile(Name).
+	Name string
+	// URL is its own plain-HTTP address (/healthz, /readyz, /metrics).
+	URL string
+	p   *process
+}
+
+// StartReplica starts another process of service with the environment the
+// stack gave it, plus env (KEY=VALUE, overriding), and waits until its
+// /readyz answers 200.
+func (s *Stack) StartReplica(ctx context.Context, service string, env ...string) (*Replica, error) {
+	base, ok := s.env[service]
+	if !ok {
+		return nil, fmt.Errorf("stack: %s is not a started service", service)
+	}
+	ports, err := freePorts(0)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.replicas[service]++
+	name := service + "-" + strconv.Itoa(s.replicas[service]+1)
+	s.mu.Unlock()
+	full := append(slices.Clone(base), "HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]))
+	full = append(full, env...)
+	p, err := startProcess(processSpec{name: name, bin: s.bins[service], dir: s.DataDir, env: full, log: s.log, logFile: s.LogFile(name)})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	r := &Replica{Name: name, URL: "http://127.0.0.1:" + strconv.Itoa(ports[0]), p: p}
+	if err := p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return checkStatus(ctx, r.URL+"/readyz", http.StatusOK) }); err != nil {
+		r.Kill()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Kill ends the replica with SIGKILL, as a crash would: no shutdown code
+// runs. It returns once the process is gone.
+func (r *Replica) Kill() {
+	r.p.mu.Lock()
+	r.p.stopped = true
+	r.p.mu.Unlock()
+	_ = syscall.Kill(-r.p.cmd.Process.Pid, syscall.SIGKILL)
+	<-r.p.done
+}
+
+// Stop asks the replica to exit with SIGTERM and waits; a non-zero exit is
+// an error.
+func (r *Replica) Stop() error { return r.p.stop(15 * time.Second) }
+
+// StopService stops the stack's own process of service with SIGTERM (its
+// replicas keep running); Stack.Stop does not stop it again.
+func (s *Stack) StopService(service string) error {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.procs, func(p *process) bool { return p.spec.name == service })
+	s.mu.Unlock()
+	if i < 0 {
+		return fmt.Errorf("stack: %s is not a started service", service)
+	}
+	return s.procs[i].stop(15 * time.Second)
+}
+
+// RestartNATS stops the stack's NATS server and starts it again on the same
+// address with the same configuration and JetStream store, after down has
+// passed: every client's connection drops and must come back by itself.
+func (s *Stack) RestartNATS(ctx context.Context, down time.Duration) error {
+	if s.natsProc == nil {
+		return fmt.Errorf("stack: NATS is not started")
+	}
+	if err := s.natsProc.stop(15 * time.Second); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
+	spec := s.natsProc.spec
+	p, err := startProcess(spec)
+	if err != nil {
+		return err
+	}
+	s.natsProc = p
+	return p.waitReady(ctx, 30*time.Second, func(ctx context.Context) error { return checkNATSAt(ctx, s.natsAddr) })
+}
