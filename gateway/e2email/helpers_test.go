@@ -1,12 +1,9 @@
 package e2email
 
 import (
-	"fmt"
-	"net/http"
 	"testing"
 
 	"supportplatform.dev/gateway/e2e"
-	"supportplatform.dev/pkg/randid"
 )
 
 // Every test works in tenants of its own, so lists hold only what the test
@@ -25,30 +22,10 @@ func wantStatus(t testing.TB, r *e2e.Response, want int, v any) {
 	e2e.WantStatus(t, r, want, v)
 }
 
-type channelBody struct {
-	ChannelID          int64   `json:"channelID"`
-	CustomerID         int64   `json:"customerID"`
-	Name               string  `json:"name"`
-	Kind               string  `json:"kind"`
-	EmailAddress       *string `json:"emailAddress"`
-	Provider           string  `json:"provider"`
-	ProviderTenantID   *string `json:"providerTenantID"`
-	AutoRetrieveEmails bool    `json:"autoRetrieveEmails"`
-	IsDeleted          bool    `json:"isDeleted"`
-	DateCreated        string  `json:"dateCreated"`
-}
-
-type folderBody struct {
-	FolderID                       int64   `json:"folderID"`
-	ChannelID                      int64   `json:"channelID"`
-	ExternalFolderID               string  `json:"externalFolderID"`
-	DisplayName                    string  `json:"displayName"`
-	AutoRetrieveEmails             bool    `json:"autoRetrieveEmails"`
-	ProviderSubscriptionID         *string `json:"providerSubscriptionId"`
-	ProviderSubscriptionExpiration *string `json:"providerSubscriptionExpiration"`
-	LastNotificationAt             *string `json:"lastNotificationAt"`
-	LastImportAt                   *string `json:"lastImportAt"`
-}
+type (
+	channelBody = e2e.Channel
+	folderBody  = e2e.Folder
+)
 
 type listBody[T any] = e2e.List[T]
 
@@ -68,32 +45,21 @@ type toggleBody struct {
 }
 
 // mailbox is a fresh address for a test's channel.
-func mailbox() string { return "support-" + randid.Hex(5) + "@contoso.test" }
+func mailbox() string { return e2e.Mailbox() }
 
 // providerTenant is the Entra tenant the fake Graph issues tokens for.
-const providerTenant = "7f3c1c1e-0000-4000-8000-000000000001"
+const providerTenant = e2e.ProviderTenant
 
 // createChannel makes a channel as admin and returns it.
 func createChannel(t *testing.T, tn tenant, body map[string]any) channelBody {
 	t.Helper()
-	r := client(t).Do(http.MethodPost, "/api/Channels", tn.AdminToken, body)
-	var ch channelBody
-	wantStatus(t, r, http.StatusCreated, &ch)
-	if r.Header.Get("Location") != fmt.Sprintf("/api/Channels/%d", ch.ChannelID) {
-		t.Fatalf("Location %q for %d", r.Header.Get("Location"), ch.ChannelID)
-	}
-	return ch
+	return e2e.CreateChannel(t, client(t), tn, body)
 }
 
 // emailChannel is a microsoft365 e-mail channel body.
-func emailChannel(auto bool) map[string]any {
-	return map[string]any{"name": "Support " + randid.Hex(3), "kind": "email", "emailAddress": mailbox(),
-		"provider": "microsoft365", "providerTenantID": providerTenant, "autoRetrieveEmails": auto}
-}
+func emailChannel(auto bool) map[string]any { return e2e.EmailChannel(auto) }
 
 func folders(t *testing.T, tn tenant, channelID int64) []folderBody {
 	t.Helper()
-	var l listBody[folderBody]
-	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Channels/%d/folders", channelID), tn.AgentToken, nil), http.StatusOK, &l)
-	return l.Items
+	return e2e.Folders(t, client(t), tn, channelID)
 }

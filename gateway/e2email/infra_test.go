@@ -35,16 +35,10 @@ func imports(t *testing.T, folderID int64) []contracts.MailImportRequest {
 	return out
 }
 
-// eventually polls cond every 50 ms for up to d.
+// eventually is e2e.Eventually.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e2e.Eventually(t, d, what, cond)
 }
 
 // metric reads a counter of mailingest's /metrics (sum over label sets

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/e2e"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
@@ -144,18 +145,10 @@ func newGUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// subscribedFolder makes a microsoft365 e-mail channel that retrieves mail
-// and returns it with its inbox, which has its Graph subscription by then.
+// subscribedFolder is e2e.SubscribedFolder.
 func subscribedFolder(t *testing.T, tn tenant) (channelBody, folderBody) {
 	t.Helper()
-	ch := createChannel(t, tn, emailChannel(true))
-	var f folderBody
-	eventually(t, 10*time.Second, "the inbox's subscription", func() bool {
-		fs := folders(t, tn, ch.ChannelID)
-		f = fs[0]
-		return f.ProviderSubscriptionID != nil
-	})
-	return ch, f
+	return e2e.SubscribedFolder(t, client(t), tn)
 }
 
 func TestNotificationQueuesImport(t *testing.T) {
@@ -289,7 +282,7 @@ func TestResourceFallback(t *testing.T) {
 }
 
 // Ten thousand notifications for one folder within a few seconds queue at
-// most one import per 2-second bucket.
+// most one import per bucket (contracts.MailImportBucket).
 func TestNotificationBurstCoalesces(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)

@@ -16,8 +16,14 @@ const (
 	StreamMailImport = "MAIL_IMPORT"
 	// MailImportSubjects is what StreamMailImport captures.
 	MailImportSubjects = "mail.import.>"
-	// MailImportBucket is the coalescing window of import requests.
-	MailImportBucket = 2 * time.Second
+	// MailImportBucket is the coalescing window of import requests. The
+	// worker starts an import at the end of its bucket, so the bucket is
+	// also the most a new mail waits before its delta query: a quarter
+	// second keeps mail-to-ticket well under a second while a burst of
+	// notifications for one folder still makes at most four requests a
+	// second (and the worker folds requests that come during an import
+	// into one more run).
+	MailImportBucket = 250 * time.Millisecond
 	// MailImportDuplicates is the stream's duplicate window; longer than a
 	// bucket so that every repeat inside one is dropped.
 	MailImportDuplicates = time.Minute

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -177,8 +178,9 @@ func notificationBurst(ctx context.Context, e *benchEnv, t mailTarget) (string, 
 	if failed.Load() > 0 {
 		return "", fmt.Errorf("burst: %d of %d notifications failed, first: %v", failed.Load(), burstNotifications, firstErr.Load())
 	}
-	return fmt.Sprintf("burst: %d notifications for one folder acknowledged in %s (%.0f/s): %.0f imports queued (one per 2 s bucket; target <= 3)",
-		burstNotifications, took.Round(time.Millisecond), burstNotifications/took.Seconds(), after-before), nil
+	return fmt.Sprintf("burst: %d notifications for one folder acknowledged in %s (%.0f/s): %.0f imports queued (one per %s bucket; target <= %d)",
+		burstNotifications, took.Round(time.Millisecond), burstNotifications/took.Seconds(), after-before,
+		contracts.MailImportBucket, int(took/contracts.MailImportBucket)+2), nil
 }
 
 type devNull struct{}
