@@ -55,6 +55,11 @@ type benchCase struct {
 	// Direct, when set, is the measured operation instead of an HTTP
 	// request (a baseline such as a raw database INSERT).
 	Direct func(ctx context.Context, e *benchEnv) error
+	// Latency, when set, makes the case an experiment instead of a load
+	// run: it runs once after Setup and returns the lines it measured
+	// (figures such as end-to-end latencies that no request/response
+	// timing can see).
+	Latency func(ctx context.Context, e *benchEnv) ([]string, error)
 
 	counter atomic.Uint64
 }
@@ -70,6 +75,8 @@ type benchEnv struct {
 	MetricsURL map[string]string
 	// DB is the stack's database as its administrator (seeding, baselines).
 	DB *pgxpool.Pool
+	// Stack is the running stack (replicas of a worker).
+	Stack *stack.Stack
 }
 
 const baselineCase = "static"
@@ -176,6 +183,7 @@ func benchCases() []*benchCase {
 			Note: fmt.Sprintf("%q to es every time: Redis cache hits after the preflight", cachedSentence),
 		},
 		mailNotifyCase(),
+		mailToTicketCase(),
 	}
 	cases = append(cases, ticketCases()...)
 	return append(cases, &benchCase{

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestUncachedSentencesAreDistinct(t *testing.T) {
@@ -33,7 +34,7 @@ func TestSelectCases(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct{ list, want string }{
-		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,tickets-list,tickets-search," +
+		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,mail-to-ticket,tickets-list,tickets-search," +
 			"message-create,raw-insert,translate-uncached"},
 		// message-create is compared with the raw INSERT baseline.
 		{"message-create", "static,message-create,raw-insert"},
@@ -125,5 +126,24 @@ func TestSearchQueriesMatchSeededSubjects(t *testing.T) {
 	}
 	if len(subjectNouns) != 50 || len(subjectAdjectives) != 20 {
 		t.Fatalf("%d adjectives and %d nouns: the note promises 100 tickets per pair", len(subjectAdjectives), len(subjectNouns))
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	var d []time.Duration
+	for i := 1; i <= 200; i++ {
+		d = append(d, ms(i))
+	}
+	for _, tc := range []struct {
+		p    int
+		want time.Duration
+	}{{50, ms(100)}, {99, ms(198)}, {100, ms(200)}, {1, ms(2)}} {
+		if got := pct(d, tc.p); got != tc.want {
+			t.Errorf("p%d = %s, want %s", tc.p, got, tc.want)
+		}
+	}
+	if pct(nil, 50) != 0 || pct([]time.Duration{ms(7)}, 99) != ms(7) {
+		t.Error("edge cases")
 	}
 }

@@ -34,6 +34,8 @@ const (
 // mailTarget is one subscribed folder as Graph's notifications name it.
 type mailTarget struct {
 	subscriptionID, clientState string
+	mailbox                     string
+	channelID                   int64
 }
 
 // notificationBody is one created-message notification as Graph sends it
@@ -91,10 +93,11 @@ func subscribeFolders(ctx context.Context, e *benchEnv, n int) ([]mailTarget, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var ids []string
+	var out []mailTarget
 	for i := range n {
+		mailbox := fmt.Sprintf("bench-%d-%s@contoso.test", i, randid.Hex(3))
 		body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Bench mailbox %d", i), "kind": "email",
-			"emailAddress": fmt.Sprintf("bench-%d-%s@contoso.test", i, randid.Hex(3)), "provider": "microsoft365",
+			"emailAddress": mailbox, "provider": "microsoft365",
 			"providerTenantID": benchTenant, "autoRetrieveEmails": true})
 		data, err := call(ctx, e, http.MethodPost, "/api/Channels", string(body), http.StatusCreated)
 		if err != nil {
@@ -116,18 +119,17 @@ func subscribeFolders(ctx context.Context, e *benchEnv, n int) ([]mailTarget, er
 		if err := json.Unmarshal(data, &page); err != nil || len(page.Items) != 1 || page.Items[0].ProviderSubscriptionID == nil {
 			return nil, fmt.Errorf("channel %d: inbox not subscribed: %.300s", ch.ChannelID, data)
 		}
-		ids = append(ids, *page.Items[0].ProviderSubscriptionID)
+		out = append(out, mailTarget{subscriptionID: *page.Items[0].ProviderSubscriptionID, mailbox: mailbox, channelID: ch.ChannelID})
 	}
 	states := map[string]string{}
 	for _, s := range e.Graph.Subscriptions() {
 		states[s.ID] = s.ClientState
 	}
-	out := make([]mailTarget, len(ids))
-	for i, id := range ids {
-		if states[id] == "" {
-			return nil, fmt.Errorf("the fake Graph has no subscription %s", id)
+	for i, t := range out {
+		if states[t.subscriptionID] == "" {
+			return nil, fmt.Errorf("the fake Graph has no subscription %s", t.subscriptionID)
 		}
-		out[i] = mailTarget{subscriptionID: id, clientState: states[id]}
+		out[i].clientState = states[t.subscriptionID]
 	}
 	return out, nil
 }

@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		DataDir:  dataDir,
 		Services: built,
 		Demo:     demo,
-		Env:      map[string][]string{"mailingest": graph.Env, "renewal": graph.Env},
+		Env:      map[string][]string{"mailingest": graph.Env, "renewal": graph.Env, "importworker": graph.Env},
 		// The gateway's limit stays on the path (same middleware as in
 		// production) but far above what the generator can send.
 		RateLimit: stack.RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000},
@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token, Graph: graph, MetricsURL: metrics, DB: db}
+	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token, Graph: graph, MetricsURL: metrics, DB: db, Stack: st}
 	slowWorkers := min(*uncachedC, *concurrency)
 	fmt.Fprintf(stdout, "gateway %s, %d workers (slow cases %d), %s per case after %s warm-up, %d CPUs\n\n",
 		st.HTTPSURL, *concurrency, slowWorkers, *duration, *warmup, runtime.NumCPU())
@@ -190,6 +190,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(stdout, "%-18s setup: %s\n", "", line)
+		}
+		if c.Latency != nil {
+			lines, err := c.Latency(ctx, env)
+			for _, l := range lines {
+				fmt.Fprintf(stdout, "%-18s %s\n", c.Name, l)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				failures = append(failures, fmt.Sprintf("case %s: %v", c.Name, err))
+				fmt.Fprintf(stdout, "%-18s FAILED: %v\n", c.Name, err)
+			}
+			fmt.Fprintln(stdout)
+			continue
 		}
 		cl := c.client(client, w)
 		sample, err := c.preflight(ctx, env, cl)
