@@ -220,9 +220,9 @@ func TestMessageAndAttachments(t *testing.T) {
 		Body struct {
 			ContentType, Content string
 		} `json:"body"`
-		Headers []struct{ Name, Value string } `json:"internetMessageHeaders"`
-		HasAttachments bool                   `json:"hasAttachments"`
-		Subject        *string                `json:"subject"`
+		Headers        []struct{ Name, Value string } `json:"internetMessageHeaders"`
+		HasAttachments bool                           `json:"hasAttachments"`
+		Subject        *string                        `json:"subject"`
 	}
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &m) != nil {
 		t.Fatalf("message: %d %s", r.status, r.body)
