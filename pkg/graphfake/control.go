@@ -1,6 +1,7 @@
 package graphfake
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -117,4 +118,43 @@ func controlResult(w http.ResponseWriter, status int, err error) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]int{"receiverStatus": status})
 	}
+}
+
+// handleFakeMail delivers the JSON DeliverMail in the body (notifications included) and answers
+// {"id": ...}; a notification that could not be posted is reported as "notifyError".
+func (s *Server) handleFakeMail(w http.ResponseWriter, r *http.Request) {
+	var d DeliverMail
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 32<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be a DeliverMail: " + err.Error()})
+		return
+	}
+	id, err := s.Deliver(r.Context(), d)
+	switch {
+	case id == "":
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	case err != nil:
+		writeJSON(w, http.StatusOK, map[string]string{"id": id, "notifyError": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"id": id})
+	}
+}
+
+func (s *Server) handleFakeSent(w http.ResponseWriter, _ *http.Request) {
+	sent := s.Sent()
+	if sent == nil {
+		sent = []SentMail{}
+	}
+	writeJSON(w, http.StatusOK, sent)
+}
+
+func (s *Server) handleFakeDeltaExpire(w http.ResponseWriter, r *http.Request) {
+	mb := r.URL.Query().Get("mailbox")
+	if mb == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "mailbox is required"})
+		return
+	}
+	s.ExpireDeltaTokens(mb)
+	w.WriteHeader(http.StatusNoContent)
 }

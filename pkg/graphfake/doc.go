@@ -11,6 +11,17 @@
 //	GET    /v1.0/subscriptions/{id}
 //	PATCH  /v1.0/subscriptions/{id}        only expirationDateTime may change
 //	DELETE /v1.0/subscriptions/{id}
+//	GET    /v1.0/users/{mb}/mailFolders/{folder}/messages/delta   $select, $filter=receivedDateTime ge X, paging
+//	GET    /v1.0/users/{mb}/messages/{id}                         also .../mailFolders/{folder}/messages/{id}
+//	GET    /v1.0/users/{mb}/messages/{id}/$value                  a simple MIME rendering
+//	GET    /v1.0/users/{mb}/messages/{id}/attachments
+//	GET    /v1.0/users/{mb}/messages/{id}/attachments/{aid}/$value
+//	POST   /v1.0/users/{mb}/messages/{id}/reply                   202, recorded (Sent) and kept in sentitems
+//	POST   /v1.0/users/{mb}/sendMail                              202, recorded (Sent) and kept in sentitems
+//
+// Mailboxes exist for every address (case-insensitive) and are also addressed by the user GUID
+// the fake names them by in a tenant (UserID). Tests put mail in them with Deliver (which posts
+// the change notifications, with Graph's duplicates) or AddMail (silently).
 //
 // Token endpoint URL for a client: {base}/{tenant}/oauth2/v2.0/token; Graph base URL: {base}/v1.0.
 //
@@ -24,7 +35,7 @@
 //   - Redirects from a notification endpoint are not followed.
 //
 // Tests drive faults and notifications through methods (Throttle, FailNext, SetHandshake, Expire,
-// Notify, NotifyBatch, NotifyLifecycle). A separately running fake offers the same through a small
+// Notify, NotifyBatch, NotifyLifecycle, Deliver, ExpireDeltaTokens, RevokeTokens, SetMailLatency). A separately running fake offers the same through a small
 // control API without authentication, for curl from a developer's shell; never expose it:
 //
 //	GET  /_fake/subscriptions                       live subscriptions as JSON
@@ -35,6 +46,9 @@
 //	POST /_fake/throttle?n=1&retryAfter=2.128       the next n API calls answer 429
 //	POST /_fake/fail?n=1&status=503                 the next n API calls answer status
 //	POST /_fake/handshake?mode=validate|skip|fail   how creates treat the validation handshake
+//	POST /_fake/mail                                deliver the JSON DeliverMail in the body; answers {"id"}
+//	GET  /_fake/sent                                replies and sendMails received, in order
+//	POST /_fake/deltaexpire?mailbox=a@b.example     every delta link of the mailbox answers 410
 //
 // For example, with the fake's address in $GRAPH_FAKE:
 //

@@ -15,6 +15,15 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("PATCH /v1.0/subscriptions/{id}", s.api(s.handleRenew))
 	mux.HandleFunc("DELETE /v1.0/subscriptions/{id}", s.api(s.handleDelete))
 
+	mux.HandleFunc("GET /v1.0/users/{mb}/mailFolders/{folder}/messages/delta", s.mailAPI(s.handleDelta))
+	mux.HandleFunc("GET /v1.0/users/{mb}/messages/{id}", s.mailAPI(s.handleMessage))
+	mux.HandleFunc("GET /v1.0/users/{mb}/mailFolders/{folder}/messages/{id}", s.mailAPI(s.handleMessage))
+	mux.HandleFunc("GET /v1.0/users/{mb}/messages/{id}/$value", s.mailAPI(s.handleMessageMIME))
+	mux.HandleFunc("GET /v1.0/users/{mb}/messages/{id}/attachments", s.mailAPI(s.handleAttachments))
+	mux.HandleFunc("GET /v1.0/users/{mb}/messages/{id}/attachments/{aid}/$value", s.mailAPI(s.handleAttachmentValue))
+	mux.HandleFunc("POST /v1.0/users/{mb}/messages/{id}/reply", s.mailAPI(s.handleReply))
+	mux.HandleFunc("POST /v1.0/users/{mb}/sendMail", s.mailAPI(s.handleSendMail))
+
 	mux.HandleFunc("GET /_fake/subscriptions", s.handleFakeSubscriptions)
 	mux.HandleFunc("GET /_fake/calls", s.handleFakeCalls)
 	mux.HandleFunc("POST /_fake/notify/{id}", s.handleFakeNotify)
@@ -23,6 +32,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /_fake/throttle", s.handleFakeThrottle)
 	mux.HandleFunc("POST /_fake/fail", s.handleFakeFail)
 	mux.HandleFunc("POST /_fake/handshake", s.handleFakeHandshake)
+	mux.HandleFunc("POST /_fake/mail", s.handleFakeMail)
+	mux.HandleFunc("GET /_fake/sent", s.handleFakeSent)
+	mux.HandleFunc("POST /_fake/deltaexpire", s.handleFakeDeltaExpire)
 
 	mux.HandleFunc("/", s.handleUnknown)
 	return mux
@@ -40,7 +52,7 @@ func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// api wraps a subscription endpoint in what every Graph call goes through: counting, the bearer
+// api wraps an endpoint in what every Graph call goes through: counting, the bearer
 // token and injected faults, in that order (Graph throttles authenticated callers).
 func (s *Server) api(h func(http.ResponseWriter, *http.Request, accessToken)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

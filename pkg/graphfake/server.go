@@ -34,6 +34,11 @@ type Options struct {
 	MaxLifetime time.Duration
 	// ListPageSize is the page size of GET /v1.0/subscriptions; 0 uses DefaultListPageSize.
 	ListPageSize int
+	// NotificationDuplicates is how many times Deliver notifies each subscription of a new mail;
+	// 0 uses DefaultNotificationDuplicates.
+	NotificationDuplicates int
+	// AttachmentPageSize, when positive, pages attachment lists with @odata.nextLink.
+	AttachmentPageSize int
 	// Log receives the fake's diagnostics (failed handshakes, deliveries); nil discards them.
 	Log *slog.Logger
 }
@@ -89,6 +94,9 @@ type Server struct {
 	faults         []fault
 	handshake      HandshakeMode
 	notifyOnCreate int
+	mail           mailState // mailboxes, delta links, sent mail (mailbox.go)
+
+	attachmentPageSize int
 }
 
 type stored struct {
@@ -117,6 +125,9 @@ func New(o Options) *Server {
 		calls:         map[string]int{},
 		subs:          map[string]*stored{},
 		users:         map[string]string{},
+		mail:          newMailState(o.NotificationDuplicates),
+
+		attachmentPageSize: o.AttachmentPageSize,
 	}
 	if len(o.Tenants) > 0 {
 		s.tenants = map[string]bool{}
@@ -149,13 +160,13 @@ func New(o Options) *Server {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Throttle makes the next n subscription API calls answer 429 with Graph's TooManyRequests body
+// Throttle makes the next n API calls (subscriptions and mail) answer 429 with Graph's TooManyRequests body
 // and, unless retryAfter is empty, that Retry-After header (Graph sends seconds, e.g. "2.128").
 func (s *Server) Throttle(n int, retryAfter string) {
 	s.addFaults(n, fault{status: http.StatusTooManyRequests, retryAfter: retryAfter})
 }
 
-// FailNext makes the next n subscription API calls answer status with a Graph error body. Faults
+// FailNext makes the next n API calls (subscriptions and mail) answer status with a Graph error body. Faults
 // queue in the order they were added.
 func (s *Server) FailNext(n, status int) { s.addFaults(n, fault{status: status}) }
 
@@ -233,7 +244,7 @@ func (s *Server) Renewals(id string) int {
 	return 0
 }
 
-// Calls returns how many subscription API calls (under /v1.0) used method, including the ones
+// Calls returns how many API calls (under /v1.0, subscriptions and mail) used method, including the ones
 // answered with an error or a fault.
 func (s *Server) Calls(method string) int {
 	s.mu.Lock()
@@ -246,6 +257,18 @@ func (s *Server) TokenRequests(tenant string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tokenRequests[tenant]
+}
+
+// RevokeTokens invalidates every access token issued for tenant, as a consent change or a
+// revocation does: Graph answers 401 until the client gets a new one.
+func (s *Server) RevokeTokens(tenant string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, t := range s.tokens {
+		if strings.EqualFold(t.tenant, tenant) {
+			delete(s.tokens, k)
+		}
+	}
 }
 
 // pruneLocked drops expired subscriptions; Graph deletes them, so they must not resurface.

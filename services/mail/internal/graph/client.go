@@ -3,9 +3,11 @@
 // holds the app's id and secret and gets an app-only token per customer tenant (client
 // credentials), cached until shortly before it expires.
 //
-// The client makes one attempt per call. Callers (the renewal job) decide whether to repeat a
-// call, honouring the server's Retry-After (see RetryAfter and Retryable), because only they know
-// the deadline they work to and whether a retry is still useful.
+// The subscription calls make one attempt each. Callers (the renewal job) decide whether to repeat
+// a call, honouring the server's Retry-After (see RetryAfter and Retryable), because only they know
+// the deadline they work to and whether a retry is still useful. The mail calls (messages.go,
+// send.go) instead share one path (mailcall.go) that bounds concurrent requests per mailbox and
+// retries throttled calls itself.
 package graph
 
 import (
@@ -59,6 +61,14 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock for token expiry and HTTP-date Retry-After values; nil uses time.Now.
 	Now func() time.Time
+	// MailboxConcurrency bounds the concurrent mail calls per tenant and mailbox in this process;
+	// 0 uses DefaultMailboxConcurrency (Graph's limit).
+	MailboxConcurrency int
+	// MailRetries is how often a throttled mail call is repeated; 0 uses DefaultMailRetries, a
+	// negative value none.
+	MailRetries int
+	// Sleep waits between mail call retries, or until ctx ends; nil uses a timer. Tests record.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Client calls Graph for the tenants of many customers. It is safe for concurrent use.
@@ -70,6 +80,9 @@ type Client struct {
 	baseURL                string
 	http                   *http.Client
 	now                    func() time.Time
+	mailboxes              *mailboxLimiter
+	mailRetries            int
+	sleep                  func(ctx context.Context, d time.Duration) error
 
 	mu     sync.Mutex
 	tokens map[string]*tenantToken // by tenant id
@@ -119,6 +132,18 @@ func New(cfg Config) (*Client, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	n := cfg.MailboxConcurrency
+	if n <= 0 {
+		n = DefaultMailboxConcurrency
+	}
+	c.mailboxes = newMailboxLimiter(n)
+	switch c.mailRetries = cfg.MailRetries; {
+	case c.mailRetries == 0:
+		c.mailRetries = DefaultMailRetries
+	case c.mailRetries < 0:
+		c.mailRetries = 0
+	}
+	c.sleep = cfg.Sleep
 	return c, nil
 }
 

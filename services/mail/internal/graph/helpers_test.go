@@ -25,7 +25,9 @@ const (
 // recorded is a Graph request as the fake received it.
 type recorded struct {
 	method, path, prefer string
+	query                string // raw
 	body                 []byte
+	at                   time.Time // wall clock, when the fake received it
 }
 
 // fixture runs the real client against graphfake, with a webhook receiver over TLS that answers
@@ -65,7 +67,8 @@ func newFixture(t *testing.T, adjust ...func(*graphfake.Options)) *fixture {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			f.mu.Lock()
-			f.reqs = append(f.reqs, recorded{method: r.Method, path: r.URL.Path, prefer: r.Header.Get("Prefer"), body: body})
+			f.reqs = append(f.reqs, recorded{method: r.Method, path: r.URL.Path, prefer: r.Header.Get("Prefer"),
+				query: r.URL.RawQuery, body: body, at: time.Now()})
 			f.mu.Unlock()
 		}
 		f.fake.ServeHTTP(w, r)
@@ -75,16 +78,20 @@ func newFixture(t *testing.T, adjust ...func(*graphfake.Options)) *fixture {
 	return f
 }
 
-func (f *fixture) newClient(secret string) *graph.Client {
+func (f *fixture) newClient(secret string, adjust ...func(*graph.Config)) *graph.Client {
 	f.t.Helper()
-	c, err := graph.New(graph.Config{
+	cfg := graph.Config{
 		ClientID:     clientID,
 		ClientSecret: secret,
 		TokenURL:     f.srv.URL + "/{tenant}/oauth2/v2.0/token",
 		BaseURL:      f.srv.URL + "/v1.0",
 		HTTPClient:   f.srv.Client(),
 		Now:          f.clock.Now,
-	})
+	}
+	for _, a := range adjust {
+		a(&cfg)
+	}
+	c, err := graph.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
