@@ -104,7 +104,7 @@ func TestNotificationBody(t *testing.T) {
 			ResourceData                                      struct{ ID string }
 		}
 	}
-	if err := json.Unmarshal([]byte(notificationBody(mailTarget{"sub-1", "state-1"}, 7)), &body); err != nil {
+	if err := json.Unmarshal([]byte(notificationBody(mailTarget{subscriptionID: "sub-1", clientState: "state-1"}, 7)), &body); err != nil {
 		t.Fatal(err)
 	}
 	v := body.Value
