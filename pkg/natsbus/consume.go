@@ -17,7 +17,7 @@ import (
 var ErrPermanent = errors.New("permanent failure")
 
 // backoff is the default redelivery schedule of consumers made by Consume
-// (ConsumerConfig.BackOff overrides it).
+// (ConsumerConfig.BackOff overrides it; see Consume).
 var backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 
 // Consume runs handler for every message of a durable, explicit-ack consumer
@@ -26,11 +26,17 @@ var backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 
 func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerConfig,
 	handler func(ctx context.Context, payload T, msg jetstream.Msg) error) (jetstream.ConsumeContext, error) {
 	cfg.AckPolicy = jetstream.AckExplicitPolicy
-	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = len(backoff) + 1
+	// The schedule is applied here, with NakWithDelay, and never given to
+	// the server: a consumer with a BackOff list gets BackOff[0] as its ack
+	// wait (nats-server replaces AckWait with it), so a handler slower than
+	// the first delay would see its message redelivered while it runs.
+	schedule := cfg.BackOff
+	if schedule == nil {
+		schedule = backoff
 	}
-	if cfg.BackOff == nil {
-		cfg.BackOff = backoff
+	cfg.BackOff = nil
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = len(schedule) + 1
 	}
 	if cfg.AckWait == 0 {
 		cfg.AckWait = 30 * time.Second
@@ -57,9 +63,9 @@ func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.Co
 				return
 			}
 			b.log.WarnContext(hctx, "message will be redelivered", "subject", m.Subject(), "error", err.Error())
-			delay := cfg.BackOff[0]
+			delay := schedule[0]
 			if md, err := m.Metadata(); err == nil && md.NumDelivered > 0 {
-				delay = cfg.BackOff[min(int(md.NumDelivered)-1, len(cfg.BackOff)-1)]
+				delay = schedule[min(int(md.NumDelivered)-1, len(schedule)-1)]
 			}
 			_ = m.NakWithDelay(delay)
 			return

@@ -234,3 +234,52 @@ func TestDrainSubscriptionsCancelsAfterGrace(t *testing.T) {
 		t.Fatal("handler context not cancelled after the grace")
 	}
 }
+
+// A handler slower than the first redelivery delay keeps its message: the
+// schedule is not the server's BackOff (which would become the ack wait).
+func TestSlowHandlerIsNotRedeliveredWhileItRuns(t *testing.T) {
+	url := natstest.Start(t)
+	b := bus(t, url, "slow")
+	ctx := context.Background()
+	if err := b.EnsureEventsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	done := make(chan struct{})
+	cc, err := natsbus.Consume(ctx, b, b.Names.Stream(contracts.StreamEvents),
+		jetstream.ConsumerConfig{Durable: "slow", BackOff: []time.Duration{200 * time.Millisecond}, AckWait: 5 * time.Second},
+		func(ctx context.Context, ev contracts.Event[payload], _ jetstream.Msg) error {
+			if calls.Add(1) == 1 {
+				time.Sleep(time.Second)
+				close(done)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	info, err := b.JS.Consumer(ctx, b.Names.Stream(contracts.StreamEvents), "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := info.CachedInfo().Config; len(cfg.BackOff) != 0 || cfg.AckWait != 5*time.Second || cfg.MaxDeliver != 2 {
+		t.Fatalf("consumer config: backoff %v, ack wait %s, max deliver %d", cfg.BackOff, cfg.AckWait, cfg.MaxDeliver)
+	}
+	m, err := outbox.Event(ctx, contracts.EventTopicCreated, 7, time.Now(), payload{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishRaw(ctx, m.Subject, m.ID, m.Data); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not delivered")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("handled %d times, want 1 (redelivered while running)", n)
+	}
+}
