@@ -33,9 +33,15 @@ type fakeSender struct {
 	mu     sync.Mutex
 	calls  []sent
 	script []error
+	// slow is how long each call takes.
+	slow time.Duration
 }
 
 func (f *fakeSender) next(c sent) error {
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	time.Sleep(slow)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, c)
