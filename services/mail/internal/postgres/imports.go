@@ -73,12 +73,12 @@ func (s *Store) ImportRequests(ctx context.Context, customerID, folderID int64) 
 
 // ImportState is a folder's import bookkeeping, for tests and operators.
 type ImportState struct {
-	DeltaLink        string
-	DeltaLinkAt      *time.Time
-	Requests         int64
-	LastImportAt     *time.Time
-	LastImportError  string
-	ImportedTotal    int64
+	DeltaLink         string
+	DeltaLinkAt       *time.Time
+	Requests          int64
+	LastImportAt      *time.Time
+	LastImportError   string
+	ImportedTotal     int64
 	ImportRequestedAt *time.Time
 }
 
