@@ -113,14 +113,23 @@ func (w *Worker) ConsumerConfig(names contracts.Names) jetstream.ConsumerConfig 
 	}
 }
 
-// Run declares the consumer and handles requests until ctx ends; then it
-// takes no more, lets the imports in hand finish within Grace, abandons
-// the rest (not acknowledged, so they come again) and returns. It fails
-// only when the consumer cannot be declared.
-func (w *Worker) Run(ctx context.Context, js jetstream.JetStream, names contracts.Names) error {
-	cons, err := js.CreateOrUpdateConsumer(ctx, names.Stream(contracts.StreamMailImport), w.ConsumerConfig(names))
-	if err != nil {
-		return err
+// Run declares the consumer (again every few seconds while NATS refuses)
+// and handles requests until ctx ends; then it takes no more, lets the
+// imports in hand finish within Grace, abandons the rest (not
+// acknowledged, so they come again) and returns.
+func (w *Worker) Run(ctx context.Context, js jetstream.JetStream, names contracts.Names) {
+	var cons jetstream.Consumer
+	for {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, names.Stream(contracts.StreamMailImport), w.ConsumerConfig(names))
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.o.Log.ErrorContext(ctx, "import requests: the consumer cannot be declared", "error", err.Error())
+		sleep(ctx, 3*time.Second)
 	}
 	// Imports outlive ctx by up to Grace.
 	work, abandon := context.WithCancel(context.WithoutCancel(ctx))
@@ -161,7 +170,6 @@ func (w *Worker) Run(ctx context.Context, js jetstream.JetStream, names contract
 		abandon()
 		<-done
 	}
-	return nil
 }
 
 // next pulls one request; nil and no error when none came in time.
