@@ -9,6 +9,11 @@ import (
 // messages, attachments) and what the reply sender writes (reply,
 // sendMail). The calls are in messages.go and send.go.
 
+// HeaderReply is the internet message header on every mail the platform
+// sends for an agent (its value is the reply's idempotency key): the reply
+// sender sets it, the import worker skips mail that carries it.
+const HeaderReply = "X-SupportPlatform-Reply"
+
 // ErrSyncStateNotFound is a delta link Graph no longer knows (410 Gone, or
 // the error code syncStateNotFound / resyncRequired): start a full resync.
 var ErrSyncStateNotFound = errors.New("graph: delta sync state not found; resync the folder")

@@ -45,7 +45,7 @@ const (
 	// The import worker skips inbound mails that carry it (our own replies,
 	// seen again in a monitored folder), and an operator finds a reply in
 	// Sent Items by it.
-	HeaderReply = "X-SupportPlatform-Reply"
+	HeaderReply = graph.HeaderReply
 	// HeaderTicket carries the ticket id.
 	HeaderTicket = "X-SupportPlatform-Ticket"
 )

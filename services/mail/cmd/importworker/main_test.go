@@ -1,0 +1,229 @@
+// In-process tests of the binary: the migrate subcommand and refused
+// configuration, the README's table of its variables, and serving: an
+// import request on MAIL_IMPORT becomes mails on MAIL_INBOUND, the metrics
+// show it, and SIGTERM stops it cleanly.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/pkg/config/configtest"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
+	"supportplatform.dev/pkg/servicetest"
+	"supportplatform.dev/services/mail/internal/graph"
+	"supportplatform.dev/services/mail/internal/queue"
+)
+
+func TestMigrateAndCommands(t *testing.T) {
+	servicetest.MigrateTest(t, "importworker", run, "mail",
+		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations"},
+		map[string]string{"IMPORT_CONCURRENCY": "0"},
+		map[string]string{"IMPORT_PAGE_SIZE": "5000"},
+		map[string]string{"IMPORT_ACK_WAIT": "1s"},
+		map[string]string{"IMPORT_LOOKBACK": "yesterday"},
+		map[string]string{"GRAPH_CLIENT_ID": "app"}) // no secret
+}
+
+// The import worker's own variables are in the table of its README
+// section (the shared ones are in the repository's README).
+func TestREADMEDocumentsItsVariables(t *testing.T) {
+	doc, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := map[string]bool{}
+	for _, v := range append(config.Describe(config.Common{}), config.Describe(graph.Settings{})...) {
+		shared[v.Name] = true
+	}
+	for _, v := range config.Describe(Config{}) {
+		if shared[v.Name] {
+			continue
+		}
+		if row := "| `" + v.Name + "` | `" + v.Default + "` |"; !strings.Contains(string(doc), row) {
+			t.Errorf("services/mail/README.md lacks the row %s", row)
+		}
+	}
+}
+
+// fakeGraph serves one folder's mails: one delta page, then nothing new.
+type fakeGraph struct {
+	mu     sync.Mutex
+	mails  []graph.Message
+	rounds int
+}
+
+func (g *fakeGraph) MessagesDelta(_ context.Context, tenant string, q graph.DeltaQuery, link string) (graph.DeltaPage, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rounds++
+	if tenant != "contoso.onmicrosoft.com" || q.Mailbox != "support@contoso.com" || q.FolderID != "inbox" {
+		return graph.DeltaPage{}, fmt.Errorf("fake graph: %s %+v", tenant, q)
+	}
+	if link != "" {
+		return graph.DeltaPage{DeltaLink: "delta:2"}, nil
+	}
+	var page graph.DeltaPage
+	for _, m := range g.mails {
+		page.Messages = append(page.Messages, graph.MessageChange{ID: m.ID, From: m.From, ReceivedDateTime: m.ReceivedDateTime})
+	}
+	page.DeltaLink = "delta:1"
+	return page, nil
+}
+
+func (g *fakeGraph) Message(_ context.Context, _, _, id string) (graph.Message, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range g.mails {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return graph.Message{}, &graph.Error{Status: http.StatusNotFound}
+}
+
+func (g *fakeGraph) Attachments(context.Context, string, string, string) ([]graph.Attachment, error) {
+	return nil, nil
+}
+
+func (g *fakeGraph) AttachmentContent(context.Context, string, string, string, string) (io.ReadCloser, error) {
+	return nil, &graph.Error{Status: http.StatusNotFound}
+}
+
+// Reply and SendMail: this test sends no replies.
+func (g *fakeGraph) Reply(context.Context, string, string, string, graph.OutgoingMail) error {
+	return errors.New("not in this test")
+}
+
+func (g *fakeGraph) SendMail(context.Context, string, string, graph.OutgoingMail) error {
+	return errors.New("not in this test")
+}
+
+func withGraph(g MailGraph, got *Config) servicetest.Run {
+	return func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+		return runWith(ctx, args, getenv, stdout, func(cfg Config, now func() time.Time) (MailGraph, error) {
+			*got = cfg
+			return g, nil
+		})
+	}
+}
+
+func TestServeImportsAndStops(t *testing.T) {
+	now := time.Now()
+	g := &fakeGraph{mails: []graph.Message{
+		{ID: "AAMk-1", Subject: "Printer on fire", From: graph.Address{Name: "Jane", Address: "jane@fabrikam.com"}, ReceivedDateTime: now, BodyText: "help"},
+		{ID: "AAMk-2", Subject: "Re: Printer", From: graph.Address{Address: "support@contoso.com"}, ReceivedDateTime: now}, // our own
+	}}
+	var cfg Config
+	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Env: map[string]string{"IMPORT_CONCURRENCY": "3"}})
+	if cfg.Concurrency != 3 || cfg.AckWait != 2*time.Minute || cfg.Lookback != 24*time.Hour || cfg.PageSize != 50 ||
+		cfg.AttachmentMaxBytes != 25<<20 || cfg.MaxDeliver != 6 {
+		t.Fatalf("config %+v", cfg)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, svc.Env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var channelID, folderID int64
+	if err := conn.QueryRow(ctx, `WITH c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
+		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
+		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails)
+		SELECT 5, channel_id, 'inbox', true FROM c RETURNING channel_id, folder_id`).Scan(&channelID, &folderID); err != nil {
+		t.Fatal(err)
+	}
+
+	bus, err := natsbus.Connect(svc.Env["NATS_URL"], "harness", contracts.Names{Prefix: svc.Env["NATS_PREFIX"]}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	q, err := queue.New(ctx, bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Import(ctx, contracts.MailImportRequest{CustomerID: 5, ChannelID: channelID, FolderID: folderID,
+		Reason: contracts.ImportNotification, RequestedAt: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	inbound, err := bus.JS.Stream(ctx, bus.Names.Stream(contracts.StreamMailInbound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, err := inbound.Info(ctx)
+		if err == nil && info.State.Msgs == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mail on MAIL_INBOUND (%v):\n%s", err, svc.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	msg, err := inbound.GetLastMsgForSubject(ctx, bus.Names.Subject(contracts.MailInboundSubject(channelID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in contracts.InboundMail
+	if err := json.Unmarshal(msg.Data, &in); err != nil || in.ProviderMessageID != "AAMk-1" || in.Subject != "Printer on fire" ||
+		in.CustomerID != 5 || in.FolderID != folderID || in.From.Address != "jane@fabrikam.com" {
+		t.Fatalf("mail %+v, %v", in, err)
+	}
+	// The request is acknowledged: the work queue is empty.
+	imports, err := bus.JS.Stream(ctx, bus.Names.Stream(contracts.StreamMailImport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := imports.Info(ctx)
+		if err == nil && info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the import request was not acknowledged:\n%s", svc.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var link string
+	if err := conn.QueryRow(ctx, `SELECT delta_link FROM mail.channel_folders WHERE folder_id = $1`, folderID).Scan(&link); err != nil || link != "delta:1" {
+		t.Fatalf("delta link %q, %v", link, err)
+	}
+	resp, err := http.Get(svc.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`mail_import_rounds_total{outcome="ok"} 1`, "mail_import_messages_published_total 1",
+		`mail_import_messages_skipped_total{reason="own"} 1`, "mail_import_resyncs_total 0", "mail_import_round_duration_seconds_count 1"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if err := svc.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if strings.Contains(svc.Logs(), `"level":"ERROR"`) {
+		t.Fatalf("errors logged:\n%s", svc.Logs())
+	}
+}
+
+func TestConfigDocumented(t *testing.T) {
+	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+}
