@@ -278,9 +278,13 @@ func mailArgs(f *tickets.MailFacts) []any {
 		skipped = []tickets.SkippedAttachment{}
 	}
 	skippedJSON, _ := json.Marshal(skipped)
+	var receivedAt *time.Time
+	if !f.ReceivedAt.IsZero() {
+		receivedAt = &f.ReceivedAt
+	}
 	return []any{f.ChannelID, f.ProviderMessageID, nullText(f.InternetMessageID), nullText(f.ConversationID),
 		nullText(f.InReplyTo), f.From.Name, f.From.Address, addresses(f.To), addresses(f.Cc), f.Subject,
-		f.ReceivedAt, f.HTML, f.Truncated, skippedJSON}
+		receivedAt, f.HTML, f.Truncated, skippedJSON}
 }
 
 // addTicketEvent writes a ticket event; prev is the state before a change
