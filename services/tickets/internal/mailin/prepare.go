@@ -62,14 +62,16 @@ func Prepare(m contracts.InboundMail) (tickets.MailImport, error) {
 	if m.CustomerID <= 0 || m.ChannelID <= 0 || strings.TrimSpace(m.ProviderMessageID) == "" {
 		return tickets.MailImport{}, reject("no customer, channel or provider message id")
 	}
-	address, ok := textfield.Email(strings.TrimSpace(m.From.Address))
+	raw := strings.TrimSpace(m.From.Address)
+	address, ok := textfield.Email(raw)
 	if !ok {
 		return tickets.MailImport{}, reject("the sender %q is not one e-mail address", clean(m.From.Address))
 	}
 	fromName := cut(line(m.From.Name), tickets.MaxNameLen)
 	name := fromName
 	if name == "" {
-		name = cut(address[:strings.LastIndexByte(address, '@')], tickets.MaxNameLen)
+		// The local part as written ("Ada" of Ada@Example.com).
+		name = cut(line(raw[:strings.LastIndexByte(raw, '@')]), tickets.MaxNameLen)
 	}
 	subject := line(m.Subject)
 	ticketSubject := cut(subject, tickets.MaxSubjectLen)
