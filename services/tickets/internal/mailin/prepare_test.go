@@ -16,10 +16,10 @@ func inbound() contracts.InboundMail {
 		CustomerID: 4, ChannelID: 7, FolderID: 2, Mailbox: "support@shop.example",
 		ProviderMessageID: "AAMkAD=", InternetMessageID: " <new@mail.example> ", ConversationID: "AAQk=",
 		InReplyTo: "<prev@shop.example>", References: []string{"<root@x>", "<mid@x>", "<prev@shop.example>"},
-		Subject: "Re: Order 4711 [#42]",
-		From:    contracts.MailAddress{Name: "Ada Lovelace", Address: "Ada@Example.COM"},
-		To:      []contracts.MailAddress{{Name: "Support", Address: "support@shop.example"}},
-		Cc:      []contracts.MailAddress{{Name: "Bob\r\nX", Address: "bob@example.com"}},
+		Subject:  "Re: Order 4711 [#42]",
+		From:     contracts.MailAddress{Name: "Ada Lovelace", Address: "Ada@Example.COM"},
+		To:       []contracts.MailAddress{{Name: "Support", Address: "support@shop.example"}},
+		Cc:       []contracts.MailAddress{{Name: "Bob\r\nX", Address: "bob@example.com"}},
 		BodyText: "Thanks!\n\nOn Mon, Jan 8, 2024 at 9:15 AM Support <support@shop.example> wrote:\n> restart it\n",
 		BodyHTML: `<p>Thanks!</p><script>x()</script>`, ReceivedAt: time.Date(2024, 1, 8, 10, 0, 0, 123456789, time.FixedZone("", 3600)),
 		Attachments: []contracts.InboundAttachment{
@@ -71,7 +71,9 @@ func TestPrepareCases(t *testing.T) {
 		{"no name: the local part", func(m *contracts.InboundMail) { m.From.Name = " " },
 			func(in tickets.MailImport) bool { return in.Sender.Name == "Ada" && in.Mail.From.Name == "" }, false},
 		{"no subject", func(m *contracts.InboundMail) { m.Subject = " \t" },
-			func(in tickets.MailImport) bool { return in.Subject == NoSubject && in.Mail.Subject == "" && in.SubjectTicketID == 0 }, false},
+			func(in tickets.MailImport) bool {
+				return in.Subject == NoSubject && in.Mail.Subject == "" && in.SubjectTicketID == 0
+			}, false},
 		{"a long subject is cut for the ticket", func(m *contracts.InboundMail) { m.Subject = strings.Repeat("s", 600) },
 			func(in tickets.MailImport) bool {
 				return len(in.Subject) == tickets.MaxSubjectLen && len(in.Mail.Subject) == 600
@@ -83,7 +85,9 @@ func TestPrepareCases(t *testing.T) {
 		{"no text, no subject", func(m *contracts.InboundMail) { m.BodyText, m.BodyHTML, m.Subject = " ", "", "" },
 			func(in tickets.MailImport) bool { return in.Text == NoText }, false},
 		{"no text body: the HTML's text", func(m *contracts.InboundMail) { m.BodyText, m.BodyHTML = "", "<div>Hi<br>there</div>" },
-			func(in tickets.MailImport) bool { return in.Text == "Hi\nthere" && in.Mail.HTML == "<div>Hi<br>there</div>" }, false},
+			func(in tickets.MailImport) bool {
+				return in.Text == "Hi\nthere" && in.Mail.HTML == "<div>Hi<br>there</div>"
+			}, false},
 		{"a long text is cut and marked", func(m *contracts.InboundMail) { m.BodyText = long },
 			func(in tickets.MailImport) bool {
 				return len([]rune(in.Text)) == tickets.MaxMessageLen && in.Mail.Truncated
@@ -93,7 +97,9 @@ func TestPrepareCases(t *testing.T) {
 		{"NUL and invalid UTF-8 go", func(m *contracts.InboundMail) { m.BodyText = "a\x00b\xffc\x07d" },
 			func(in tickets.MailImport) bool { return in.Text == "abcd" }, false},
 		{"no received date: the import's", func(m *contracts.InboundMail) { m.ReceivedAt = time.Time{} },
-			func(in tickets.MailImport) bool { return in.Mail.ReceivedAt.Equal(time.Date(2024, 1, 8, 10, 0, 1, 0, time.UTC)) }, false},
+			func(in tickets.MailImport) bool {
+				return in.Mail.ReceivedAt.Equal(time.Date(2024, 1, 8, 10, 0, 1, 0, time.UTC))
+			}, false},
 		{"no threading headers", func(m *contracts.InboundMail) { m.InReplyTo, m.References = "", nil },
 			func(in tickets.MailImport) bool { return len(in.ThreadIDs) == 0 }, false},
 		{"sender with a display name in the address", func(m *contracts.InboundMail) { m.From.Address = "Ada <ada@example.com>" }, nil, true},
