@@ -16,7 +16,9 @@ type replyStore struct {
 	got     *ReplyInput
 }
 
-func (s *replyStore) MessageChannel(context.Context, int64, int64) (int64, error) { return s.channel, nil }
+func (s *replyStore) MessageChannel(context.Context, int64, int64) (int64, error) {
+	return s.channel, nil
+}
 
 func (s *replyStore) SendReply(_ context.Context, _, _ int64, r ReplyInput) (Message, error) {
 	s.got = &r
