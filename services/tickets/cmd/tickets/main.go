@@ -1,5 +1,6 @@
-// Command tickets is the HTTP binary of the tickets context: the EndUsers
-// API (tickets and their messages come next).
+// Command tickets is the binary of the tickets context: the HTTP API of end
+// users, tickets, messages and attachments, and the consumers of topic
+// events, imported mails (MAIL_INBOUND) and reply delivery reports.
 //
 //	tickets            serve (migrations are applied at start)
 //	tickets migrate    apply migrations and exit
@@ -15,14 +16,15 @@ import (
 	"syscall"
 	"time"
 
+	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/idempotency"
 	"supportplatform.dev/pkg/ratelimit"
-	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/services/tickets/internal/httpapi"
 	"supportplatform.dev/services/tickets/internal/lookup"
+	"supportplatform.dev/services/tickets/internal/mailin"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
 	"supportplatform.dev/services/tickets/internal/topicsync"
@@ -99,6 +101,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Now:           deps.Now, Log: deps.Log,
 	})
 	deps.Go(attachments.RunSweeper)
+	// Mail into tickets: MAIL_INBOUND from the import worker, and the
+	// delivery reports of replies sent by mail. The bus drains both
+	// consumers at shutdown.
+	mailMetrics, err := mailin.NewMetrics(deps.Server.Registry)
+	if err != nil {
+		return err
+	}
+	importer := mailin.New(store, look, attachments,
+		mailin.NewBucketSource(deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketMailAttachments)),
+		mailin.Options{Metrics: mailMetrics, Now: deps.Now, Log: deps.Log})
+	if err := mailin.Start(ctx, deps.Bus, importer); err != nil {
+		return err
+	}
+	if err := mailin.StartDelivery(ctx, deps.Bus, store); err != nil {
+		return err
+	}
 	feedbackLimit := func(n int) *ratelimit.Limiter {
 		return ratelimit.New(deps.Redis, cfg.RedisPrefix+"tickets:feedback:", n, cfg.FeedbackLimitWindow)
 	}

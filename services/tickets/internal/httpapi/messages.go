@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/httpcrud"
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/paging"
@@ -55,6 +56,71 @@ type messageResponse struct {
 	CustomFieldsData json.RawMessage        `json:"customFieldsData"`
 	IsEscalated      bool                   `json:"isEscalated"`
 	Attachments      int                    `json:"attachments"`
+	Mail             *mailResponse          `json:"mail"`
+	Delivery         *deliveryResponse      `json:"delivery"`
+}
+
+type mailAddressResponse struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+}
+
+type skippedAttachmentResponse struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Reason string `json:"reason"`
+}
+
+// mailResponse is the mail a message was made from.
+type mailResponse struct {
+	From               mailAddressResponse         `json:"from"`
+	To                 []mailAddressResponse       `json:"to"`
+	Cc                 []mailAddressResponse       `json:"cc"`
+	Subject            string                      `json:"subject"`
+	InternetMessageID  string                      `json:"internetMessageID"`
+	ReceivedAt         *time.Time                  `json:"receivedAt"`
+	HTML               string                      `json:"html"`
+	Truncated          bool                        `json:"truncated"`
+	SkippedAttachments []skippedAttachmentResponse `json:"skippedAttachments"`
+}
+
+// deliveryResponse is an agent reply's delivery by mail.
+type deliveryResponse struct {
+	Status      string    `json:"status"`
+	Attempts    int       `json:"attempts"`
+	Error       *string   `json:"error"`
+	DateUpdated time.Time `json:"dateUpdated"`
+}
+
+func toMail(f *tickets.MailFacts) *mailResponse {
+	if f == nil {
+		return nil
+	}
+	addresses := func(in []contracts.MailAddress) []mailAddressResponse {
+		out := make([]mailAddressResponse, len(in))
+		for i, a := range in {
+			out[i] = mailAddressResponse{Name: a.Name, Address: a.Address}
+		}
+		return out
+	}
+	skipped := make([]skippedAttachmentResponse, len(f.Skipped))
+	for i, a := range f.Skipped {
+		skipped[i] = skippedAttachmentResponse{Name: a.Name, Size: a.Size, Reason: a.Reason}
+	}
+	r := &mailResponse{From: mailAddressResponse{Name: f.From.Name, Address: f.From.Address}, To: addresses(f.To), Cc: addresses(f.Cc),
+		Subject: f.Subject, InternetMessageID: f.InternetMessageID, HTML: f.HTML, Truncated: f.Truncated, SkippedAttachments: skipped}
+	if !f.ReceivedAt.IsZero() {
+		at := f.ReceivedAt.UTC()
+		r.ReceivedAt = &at
+	}
+	return r
+}
+
+func toDelivery(d *tickets.Delivery) *deliveryResponse {
+	if d == nil {
+		return nil
+	}
+	return &deliveryResponse{Status: d.Status, Attempts: d.Attempts, Error: optional(d.Error), DateUpdated: d.UpdatedAt.UTC()}
 }
 
 func toMessage(m tickets.Message) messageResponse {
@@ -76,7 +142,8 @@ func toMessage(m tickets.Message) messageResponse {
 	}
 	return messageResponse{MessageID: m.ID, TicketID: m.TicketID, DateCreated: m.CreatedAt.UTC(), DateUpdated: m.UpdatedAt.UTC(),
 		SenderType: string(m.SenderType), SenderAccountID: m.SenderAccountID, Message: m.Text, Topics: topics,
-		AIReply: reply, CustomFieldsData: fields, IsEscalated: m.IsEscalated, Attachments: m.Attachments}
+		AIReply: reply, CustomFieldsData: fields, IsEscalated: m.IsEscalated, Attachments: m.Attachments,
+		Mail: toMail(m.Mail), Delivery: toDelivery(m.Delivery)}
 }
 
 // createMessageRequest is POST /api/TicketMessages: ticketID for a

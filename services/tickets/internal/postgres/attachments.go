@@ -43,18 +43,10 @@ func (s *Store) ReserveBlob(ctx context.Context, customerID, messageID int64, ke
 func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment) (tickets.Attachment, error) {
 	var out tickets.Attachment
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM blob_garbage WHERE object_key = $1`, a.Key)
-		if err != nil {
-			return err
+		stored, err := s.claimAttachments(ctx, tx, a.CustomerID, a.MessageID, []tickets.Attachment{a})
+		if err == nil {
+			out = stored[0]
 		}
-		if tag.RowsAffected() == 0 {
-			// The sweeper has deleted (or is deleting) the bytes.
-			return apperr.E(apperr.Unavailable, "the upload took too long; send it again")
-		}
-		out, err = scanAttachment(tx.QueryRow(ctx, `INSERT INTO attachments (customer_id, message_id, file_name,
-			content_type, size, sha256, object_key, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			RETURNING `+attachmentCols,
-			a.CustomerID, a.MessageID, a.FileName, a.ContentType, a.Size, a.SHA256, a.Key, s.now()))
 		return err
 	})
 	if pe := attachmentMessageGone(err); pe != nil {

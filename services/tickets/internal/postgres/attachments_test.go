@@ -16,13 +16,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/randid"
-	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/services/tickets/internal/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )

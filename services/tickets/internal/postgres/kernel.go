@@ -9,7 +9,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,10 +60,19 @@ func scanTicket(row pgx.Row) (tickets.Ticket, error) {
 	return t, err
 }
 
-// messageScalarCols are a message's own columns (alias m).
+// messageScalarCols are a message's own columns (alias m): the mail a
+// message was made from as one JSON object (null for other messages, see
+// mailRow), and its delivery by mail.
 const messageScalarCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_type, m.sender_account_id, m.message,
 	coalesce(m.ai_reply_text, ''), m.ai_reply_status, m.ai_reply_at, m.custom_fields, m.is_escalated,
-	m.created_at, m.updated_at`
+	m.created_at, m.updated_at,
+	CASE WHEN m.mail_channel_id IS NOT NULL THEN jsonb_build_object('channelID', m.mail_channel_id,
+		'providerMessageID', m.provider_message_id, 'internetMessageID', m.internet_message_id,
+		'conversationID', m.conversation_id, 'inReplyTo', m.in_reply_to, 'fromName', m.mail_from_name,
+		'fromAddress', m.mail_from_address, 'to', m.mail_to, 'cc', m.mail_cc, 'subject', m.mail_subject,
+		'receivedAt', m.mail_received_at, 'html', m.body_html, 'truncated', m.mail_truncated,
+		'skipped', m.mail_skipped) END,
+	m.delivery_status, m.delivery_attempts, coalesce(m.delivery_error, ''), m.delivery_updated_at`
 
 // messageCols select a message aliased m, with its topics (by id) and the
 // number of its attachments.
@@ -82,14 +93,62 @@ type topicRow struct {
 	Name    string `json:"name"`
 }
 
+// mailRow is the JSON object messageScalarCols build of a message's mail
+// columns.
+type mailRow struct {
+	ChannelID         int64                       `json:"channelID"`
+	ProviderMessageID string                      `json:"providerMessageID"`
+	InternetMessageID *string                     `json:"internetMessageID"`
+	ConversationID    *string                     `json:"conversationID"`
+	InReplyTo         *string                     `json:"inReplyTo"`
+	FromName          *string                     `json:"fromName"`
+	FromAddress       *string                     `json:"fromAddress"`
+	To                []contracts.MailAddress     `json:"to"`
+	Cc                []contracts.MailAddress     `json:"cc"`
+	Subject           *string                     `json:"subject"`
+	ReceivedAt        time.Time                   `json:"receivedAt"`
+	HTML              *string                     `json:"html"`
+	Truncated         *bool                       `json:"truncated"`
+	Skipped           []tickets.SkippedAttachment `json:"skipped"`
+}
+
+func (r *mailRow) facts() *tickets.MailFacts {
+	s := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return &tickets.MailFacts{ChannelID: r.ChannelID, ProviderMessageID: r.ProviderMessageID,
+		InternetMessageID: s(r.InternetMessageID), ConversationID: s(r.ConversationID), InReplyTo: s(r.InReplyTo),
+		From: contracts.MailAddress{Name: s(r.FromName), Address: s(r.FromAddress)}, To: r.To, Cc: r.Cc,
+		Subject: s(r.Subject), ReceivedAt: r.ReceivedAt, HTML: s(r.HTML), Truncated: r.Truncated != nil && *r.Truncated,
+		Skipped: r.Skipped}
+}
+
 func scanMessage(row pgx.Row) (tickets.Message, error) {
 	var m tickets.Message
 	var sender, reply string
 	var fields []byte
 	var topics []topicRow
+	var mail *mailRow
+	var delivery tickets.Delivery
+	var deliveryStatus *string
+	var deliveryAt *time.Time
 	err := row.Scan(&m.ID, &m.CustomerID, &m.TicketID, &sender, &m.SenderAccountID, &m.Text,
-		&m.AIReplyText, &reply, &m.AIReplyAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt, &topics, &m.Attachments)
+		&m.AIReplyText, &reply, &m.AIReplyAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt,
+		&mail, &deliveryStatus, &delivery.Attempts, &delivery.Error, &deliveryAt, &topics, &m.Attachments)
 	m.SenderType, m.AIReplyStatus, m.CustomFields = tickets.SenderType(sender), tickets.AIReplyStatus(reply), fields
+	if mail != nil {
+		m.Mail = mail.facts()
+	}
+	if deliveryStatus != nil {
+		delivery.Status = *deliveryStatus
+		if deliveryAt != nil {
+			delivery.UpdatedAt = *deliveryAt
+		}
+		m.Delivery = &delivery
+	}
 	for _, t := range topics {
 		m.Topics = append(m.Topics, tickets.MessageTopic{ID: t.ID, TopicID: t.TopicID, TopicName: t.Name})
 	}
@@ -173,10 +232,14 @@ func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, 
 		t.SearchConfig = cfg
 	}
 	now := s.now()
+	args := append([]any{t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now},
+		mailArgs(in.Mail)...)
 	m, err := scanMessage(tx.QueryRow(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
-		sender_account_id, message, search_config, search, custom_fields, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6::regconfig, `+searchVector("$6", "$5")+`, $7, $8, $8) RETURNING `+newMessageCols,
-		t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now))
+		sender_account_id, message, search_config, search, custom_fields, created_at, updated_at,
+		mail_channel_id, provider_message_id, internet_message_id, conversation_id, in_reply_to, mail_from_name,
+		mail_from_address, mail_to, mail_cc, mail_subject, mail_received_at, body_html, mail_truncated, mail_skipped)
+		VALUES ($1, $2, $3, $4, $5, $6::regconfig, `+searchVector("$6", "$5")+`, $7, $8, $8,
+		$9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) RETURNING `+newMessageCols, args...))
 	if err != nil {
 		return m, t, postgres.Error(err, "message")
 	}
@@ -195,6 +258,33 @@ func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, 
 		return m, t, err
 	}
 	return m, t, tx.SendBatch(ctx, &q.batch).Close()
+}
+
+// mailArgs are the values of a message's mail columns ($9 to $22 of
+// insertMessage): all null for a message not made from a mail.
+func mailArgs(f *tickets.MailFacts) []any {
+	if f == nil {
+		return make([]any, 14)
+	}
+	addresses := func(a []contracts.MailAddress) []byte {
+		if a == nil {
+			a = []contracts.MailAddress{}
+		}
+		b, _ := json.Marshal(a)
+		return b
+	}
+	skipped := f.Skipped
+	if skipped == nil {
+		skipped = []tickets.SkippedAttachment{}
+	}
+	skippedJSON, _ := json.Marshal(skipped)
+	var receivedAt *time.Time
+	if !f.ReceivedAt.IsZero() {
+		receivedAt = &f.ReceivedAt
+	}
+	return []any{f.ChannelID, f.ProviderMessageID, nullText(f.InternetMessageID), nullText(f.ConversationID),
+		nullText(f.InReplyTo), f.From.Name, f.From.Address, addresses(f.To), addresses(f.Cc), f.Subject,
+		receivedAt, f.HTML, f.Truncated, skippedJSON}
 }
 
 // addTicketEvent writes a ticket event; prev is the state before a change

@@ -169,9 +169,22 @@ func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.R
 			customerID, id, text, string(status), s.now()); err != nil {
 			return err
 		}
+		if r.EmailChannelID > 0 && r.EmailChannelID == t.ChannelID {
+			// The mail context delivers it and reports how that went.
+			sent.Delivery = &tickets.Delivery{Status: tickets.DeliveryPending, UpdatedAt: s.now()}
+			if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET delivery_status = $3, delivery_updated_at = $4
+				WHERE customer_id = $1 AND message_id = $2`, customerID, sent.ID, sent.Delivery.Status, sent.Delivery.UpdatedAt); err != nil {
+				return err
+			}
+		}
+		to, providerID, internetID, err := s.replyMail(ctx, tx, t)
+		if err != nil {
+			return err
+		}
 		return s.addEvent(ctx, tx, contracts.EventReplySent, customerID, contracts.ReplySent{
 			MessageID: sent.ID, InReplyToID: m.ID, TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID,
 			Text: text, Modified: status == tickets.AIReplyModified,
+			Subject: t.Subject, To: to, ReplyToProviderID: providerID, ReplyToInternetMessageID: internetID,
 		})
 	})
 	return sent, postgres.Error(err, "message")

@@ -16,8 +16,8 @@ import (
 	"unicode/utf8"
 
 	"supportplatform.dev/pkg/apperr"
-	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/blob"
+	"supportplatform.dev/pkg/randid"
 )
 
 // Attachment is a file attached to a message. Its bytes are in the blob
@@ -56,6 +56,11 @@ type AttachmentStore interface {
 	// list in one transaction; Unavailable when the key is no longer
 	// listed (the sweeper has taken it: the upload took too long).
 	AddAttachment(ctx context.Context, a Attachment) (Attachment, error)
+	// ReserveBlobs lists keys as garbage due at due, for bytes written
+	// before their message exists (the mail import).
+	ReserveBlobs(ctx context.Context, keys []string, due time.Time) error
+	// DiscardBlobs makes listed keys due at once.
+	DiscardBlobs(ctx context.Context, keys []string) error
 	Attachments(ctx context.Context, customerID, messageID int64) ([]Attachment, error)
 	Attachment(ctx context.Context, customerID, messageID, id int64) (Attachment, error)
 	// DeleteAttachment deletes the metadata; a trigger lists the key as
@@ -138,6 +143,49 @@ func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, f
 	if err := s.store.ReserveBlob(ctx, customerID, messageID, key, s.o.Now().Add(s.o.GarbageDelay)); err != nil {
 		return Attachment{}, err
 	}
+	a, err := s.Write(ctx, key, fileName, body)
+	if err != nil {
+		return Attachment{}, err
+	}
+	a.CustomerID, a.MessageID = customerID, messageID
+	return s.store.AddAttachment(ctx, a)
+}
+
+// ReserveKeys returns n new keys for the customer's attachments of a
+// message that does not exist yet (the mail import, which copies the bytes
+// before the message's transaction), listed as garbage due at due before
+// any byte is written. The transaction that stores their metadata takes
+// them off the list; Discard gives up on them.
+func (s *Attachments) ReserveKeys(ctx context.Context, customerID int64, n int, due time.Time) ([]string, error) {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%d_mail_%s", customerID, randid.Hex(16))
+	}
+	return keys, s.store.ReserveBlobs(ctx, keys, due)
+}
+
+// Discard makes reserved keys due at once and wakes the sweeper, which
+// deletes whatever bytes were written under them.
+func (s *Attachments) Discard(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := s.store.DiscardBlobs(ctx, keys); err != nil {
+		return err
+	}
+	s.Wake()
+	return nil
+}
+
+// Write streams body into the blob store under key, a key already listed
+// as garbage (ReserveBlob, ReserveKeys), and returns the attachment's
+// metadata without its customer and message: the type sniffed from the
+// first 512 bytes (an empty file is application/octet-stream), the
+// SHA-256 and size counted on the way, the file name cleaned. Over MaxBytes
+// it is a TooLarge error and nothing is kept; body's errors come back as
+// they are. Every attachment's bytes, uploaded or imported from a mail,
+// take this path.
+func (s *Attachments) Write(ctx context.Context, key, fileName string, body io.Reader) (Attachment, error) {
 	head := make([]byte, sniffLen)
 	n, err := blob.Fill(body, head)
 	if err != nil && err != io.EOF {
@@ -156,10 +204,8 @@ func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, f
 	if err := s.blobs.Put(ctx, key, m); err != nil {
 		return Attachment{}, err
 	}
-	return s.store.AddAttachment(ctx, Attachment{
-		CustomerID: customerID, MessageID: messageID, FileName: CleanFileName(fileName), ContentType: contentType,
-		Size: m.n, SHA256: hex.EncodeToString(m.h.Sum(nil)), Key: key,
-	})
+	return Attachment{FileName: CleanFileName(fileName), ContentType: contentType,
+		Size: m.n, SHA256: hex.EncodeToString(m.h.Sum(nil)), Key: key}, nil
 }
 
 // meter counts and hashes what passes and fails once more than max bytes

@@ -32,6 +32,8 @@ type MessageStore interface {
 	DeleteMessage(ctx context.Context, customerID, id int64) error
 	AssignTopics(ctx context.Context, customerID, id int64, a TopicAssignment) error
 	SendReply(ctx context.Context, customerID, id int64, r ReplyInput) (Message, error)
+	// MessageChannel is the channel of the ticket of the customer's message.
+	MessageChannel(ctx context.Context, customerID, id int64) (int64, error)
 	EscalateMessage(ctx context.Context, customerID, id int64, e Escalation) error
 	RequestTopicDetection(ctx context.Context, customerID, id int64) error
 }
@@ -166,6 +168,9 @@ type ReplyInput struct {
 	// ModifiedAnswer is the agent's own text; "" sends the prepared reply.
 	ModifiedAnswer string
 	AccountID      int64
+	// EmailChannelID is the ticket's channel when it is an e-mail channel
+	// (0 otherwise): the reply goes out by mail, its delivery is pending.
+	EmailChannelID int64
 }
 
 // ReplyToSend decides what POST .../send-reply sends for message m: the
@@ -202,8 +207,25 @@ func (s *Messages) SendReply(ctx context.Context, customerID, accountID, id int6
 			return Message{}, err
 		}
 	}
+	// A reply in a ticket of an e-mail channel goes out by mail: its
+	// delivery is pending from the start. The store checks the channel is
+	// still the ticket's under its lock.
+	channelID, err := s.store.MessageChannel(ctx, customerID, id)
+	if err != nil {
+		return Message{}, err
+	}
+	ch, err := s.look.Channel(ctx, customerID, channelID)
+	if err != nil {
+		return Message{}, err
+	}
+	if ch.Exists && !ch.IsDeleted && ch.Kind == ChannelKindEmail {
+		in.EmailChannelID = channelID
+	}
 	return s.store.SendReply(ctx, customerID, id, in)
 }
+
+// ChannelKindEmail is the kind of the mail context's e-mail channels.
+const ChannelKindEmail = "email"
 
 // Escalation is a validated escalation of a message.
 type Escalation struct {

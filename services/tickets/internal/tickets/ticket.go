@@ -167,8 +167,13 @@ type Message struct {
 	CustomFields    json.RawMessage
 	IsEscalated     bool
 	Attachments     int
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Mail is the mail the message was made from (nil for other messages).
+	Mail *MailFacts
+	// Delivery is an agent reply's delivery by mail (nil when it is not
+	// delivered by mail).
+	Delivery  *Delivery
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // NewTicket is a ticket to insert, validated.
@@ -187,4 +192,6 @@ type NewMessage struct {
 	SenderAccountID *int64
 	Text            string
 	CustomFields    json.RawMessage // a JSON object
+	// Mail is set for a message made from an imported mail.
+	Mail *MailFacts
 }

@@ -1,0 +1,243 @@
+// Package mailtext turns the bodies of an imported mail into what a ticket
+// message keeps: the new text of a plain-text body without the quoted
+// history of earlier mails, and an HTML body made safe to show in the
+// agents' web interface.
+package mailtext
+
+import (
+	"html"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/microcosm-cc/bluemonday"
+)
+
+// Patterns of a quoted history's first line. Each is matched against a
+// trimmed line (and against a line joined with the next one, for clients
+// that wrap a long attribution such as Gmail's).
+var (
+	// attribution: "On <date>, <name> wrote:" and its translations.
+	attribution = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)^on\b.{4,300}\bwrote\s*:$`),                                // en
+		regexp.MustCompile(`(?i)^am\b.{4,300}\bschrieb\b.{0,300}:$`),                       // de
+		regexp.MustCompile(`(?i)^le\b.{4,300}\ba écrit\s*:$`),                              // fr
+		regexp.MustCompile(`(?i)^el\b.{4,300}\bescribió\s*:$`),                             // es
+		regexp.MustCompile(`(?i)^op\b.{4,300}\bschreef\b.{0,300}:$`),                       // nl
+		regexp.MustCompile(`(?i)^(em|no dia)\b.{4,300}\bescreveu\s*:$`),                    // pt
+		regexp.MustCompile(`(?i)^il (giorno )?.{4,300}\bha scritto\s*:$`),                  // it
+		regexp.MustCompile(`(?i)^.{1,200}[<@].{0,200}\b(wrote|schrieb|a écrit)\s*:$`),      // "Jane Doe <jane@x> wrote:"
+		regexp.MustCompile(`(?i)^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}.{0,200}<[^>]+@[^>]+>\s*:$`), // "2024-03-01 10:00 GMT+01:00 Jane <jane@x>:"
+	}
+	// lead are the attributions anchored at their first word.
+	lead = attribution[:7]
+	// forwarded: a forwarded mail is the content the writer sends, not a
+	// history; nothing after this line is cut.
+	forwarded = regexp.MustCompile(`(?i)^-{2,}\s*(forwarded message|weitergeleitete nachricht|message transféré|mensaje reenviado|doorgestuurd bericht|messaggio inoltrato|mensagem encaminhada)\s*-{2,}$`)
+	// originalMessage: Outlook's and others' "-----Original Message-----".
+	originalMessage = regexp.MustCompile(`(?i)^-{2,}\s*(original message|original nachricht|ursprüngliche nachricht|message d'origine|mensaje original|oorspronkelijk bericht|messaggio originale|mensagem original)\s*-{2,}$`)
+	// separator: the line Outlook on the web puts above the header block.
+	separator = regexp.MustCompile(`^_{10,}$`)
+	// headerFrom and headerOther: Outlook's "From: ... Sent: ... To: ...
+	// Subject: ..." block (bold in a text made from HTML: "*From:*").
+	headerFrom  = regexp.MustCompile(`(?i)^\*?(from|von|de|van|da|fra|från)\s?:\*?(\s|$)`)
+	headerOther = regexp.MustCompile(`(?i)^\*?(sent|date|to|cc|subject|gesendet|datum|an|betreff|envoyé|date|à|objet|enviado|fecha|para|asunto|verzonden|aan|onderwerp|inviato|data|a|oggetto|assunto)\s?:\*?(\s|$)`)
+	// mobileSignature: a last line such as "Sent from my iPhone".
+	mobileSignature = regexp.MustCompile(`(?i)^(sent from my|get outlook for|von meinem .{1,40} gesendet|envoyé de mon|enviado desde mi|verzonden met|inviato da)\b`)
+)
+
+// NewText returns the text a reply adds to the conversation: the text
+// before the first line that starts the quoted history (an "On <date>,
+// <name> wrote:" attribution or its German, French, Spanish, Dutch,
+// Portuguese or Italian form, Outlook's "-----Original Message-----", a
+// "From: / Sent: / To: / Subject:" header block, a "_____" separator),
+// without quoted ("> ") lines, without a trailing "-- " signature or
+// "Sent from my ..." line. An attribution followed by an inline answer
+// (quoted lines, then the writer's own) loses only its quoted lines. When
+// stripping leaves nothing, the whole text (trimmed) is kept. Line endings
+// become "\n".
+func NewText(text string) string {
+	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
+	lines := strings.Split(text, "\n")
+	if cut := historyStart(lines); cut >= 0 {
+		lines = lines[:cut]
+	}
+	kept := lines[:0:0]
+	for _, l := range lines {
+		if !quoted(l) {
+			kept = append(kept, l)
+		}
+	}
+	kept = cutSignature(kept)
+	if out := strings.TrimSpace(strings.Join(kept, "\n")); out != "" {
+		return trimLines(out)
+	}
+	return trimLines(strings.TrimSpace(text))
+}
+
+// trimLines removes trailing spaces of each line (a signature's "-- "
+// aside, nothing is lost).
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func quoted(line string) bool { return strings.HasPrefix(strings.TrimLeft(line, " \t"), ">") }
+
+// historyStart is the index of the first line of the quoted history, or -1.
+func historyStart(lines []string) int {
+	for i := range lines {
+		l := strings.TrimSpace(lines[i])
+		if l == "" {
+			continue
+		}
+		if forwarded.MatchString(l) {
+			return -1
+		}
+		if originalMessage.MatchString(l) || separator.MatchString(l) || headerBlock(lines, i) {
+			return i
+		}
+		// A wrapped attribution: this line and the next. When the next is
+		// one on its own, only an attribution starting here counts
+		// ("Thanks," above "On ... wrote:" is kept).
+		wrapped := false
+		if i+1 < len(lines) {
+			next := strings.TrimSpace(lines[i+1])
+			joined := l + " " + next
+			wrapped = matchesAny(attribution, joined) && (!matchesAny(attribution, next) || matchesAny(lead, joined))
+		}
+		if matchesAny(attribution, l) || wrapped {
+			if inlineAnswer(lines, i+1) {
+				// Drop the attribution line only; the quoted lines go later.
+				lines[i] = ">"
+				if !matchesAny(attribution, l) {
+					lines[i+1] = ">"
+				}
+				continue
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+func matchesAny(res []*regexp.Regexp, l string) bool {
+	for _, re := range res {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// headerBlock: line i is "From:" and at least two more header lines
+// (Sent, To, Subject...) follow within the next six lines.
+func headerBlock(lines []string, i int) bool {
+	if !headerFrom.MatchString(strings.TrimSpace(lines[i])) {
+		return false
+	}
+	n := 0
+	for j := i + 1; j < len(lines) && j <= i+6; j++ {
+		if headerOther.MatchString(strings.TrimSpace(lines[j])) {
+			n++
+		}
+	}
+	return n >= 2
+}
+
+// inlineAnswer: after the attribution, quoted lines are followed by lines
+// of the writer's own (an answer between the quotes).
+func inlineAnswer(lines []string, from int) bool {
+	seenQuote := false
+	for _, l := range lines[from:] {
+		switch {
+		case quoted(l):
+			seenQuote = true
+		case strings.TrimSpace(l) == "":
+		case seenQuote:
+			return true
+		default:
+			// Unquoted text right after the attribution: a quoted history
+			// whose ">" marks a text conversion dropped.
+			return false
+		}
+	}
+	return false
+}
+
+// cutSignature drops everything from the last "-- " line, and a last
+// "Sent from my ..." line.
+func cutSignature(lines []string) []string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.TrimRight(lines[i], " \t") == "--" {
+			lines = lines[:i]
+			break
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" {
+			continue
+		}
+		if mobileSignature.MatchString(l) && len(l) < 80 {
+			lines = lines[:i]
+		}
+		break
+	}
+	return lines
+}
+
+// dataImage is a data: URL of an image format browsers render without
+// running anything (no SVG).
+var dataImage = regexp.MustCompile(`^image/(gif|jpeg|png|webp);base64,[A-Za-z0-9+/=\s]*$`)
+
+// policy is bluemonday's UGC policy (no script, style, iframe, object,
+// form, event handler or style attribute) with links and images narrowed:
+// URLs are http, https, mailto, cid (inline attachments) or data images;
+// an image's source only https, cid or a data image (an http image, a web
+// bug on a plain connection, is emptied). Links get rel="nofollow
+// noopener" and open in a new tab. A bluemonday.Policy is safe for
+// concurrent use once built.
+var policy = func() *bluemonday.Policy {
+	p := bluemonday.UGCPolicy()
+	p.AllowURLSchemes("cid")
+	p.AllowURLSchemeWithCustomPolicy("data", func(u *url.URL) bool {
+		return u.RawQuery == "" && u.Fragment == "" && dataImage.MatchString(u.Opaque)
+	})
+	p.RewriteSrc(func(u *url.URL) {
+		if !strings.EqualFold(u.Scheme, "https") && !strings.EqualFold(u.Scheme, "cid") && !strings.EqualFold(u.Scheme, "data") {
+			*u = url.URL{}
+		}
+	})
+	p.RequireNoFollowOnLinks(true)
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+	return p
+}()
+
+// SanitizeHTML returns the HTML body safe to embed in the agents' pages.
+func SanitizeHTML(body string) string {
+	if strings.TrimSpace(body) == "" {
+		return ""
+	}
+	return strings.TrimSpace(policy.Sanitize(body))
+}
+
+var (
+	strict     = bluemonday.StrictPolicy()
+	blockBreak = regexp.MustCompile(`(?i)<br\s*/?>|</(p|div|li|tr|h[1-6]|blockquote)\s*>`)
+	dropped    = regexp.MustCompile(`(?is)<(style|script|head|title)\b.*?</(style|script|head|title)\s*>`)
+	blankLines = regexp.MustCompile(`\n{3,}`)
+)
+
+// HTMLText is the text of an HTML body, for a mail whose provider gave no
+// text body: tags removed, block ends as line breaks, entities decoded.
+func HTMLText(body string) string {
+	s := dropped.ReplaceAllString(body, "")
+	s = blockBreak.ReplaceAllString(s, "\n")
+	s = html.UnescapeString(strict.Sanitize(s))
+	s = strings.ReplaceAll(s, "\u00a0", " ")
+	return strings.TrimSpace(blankLines.ReplaceAllString(trimLines(s), "\n\n"))
+}

@@ -1,0 +1,154 @@
+package mailtext
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNewText(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain new mail",
+			"Hello,\n\nmy order 4711 has not arrived.\n\nRegards\nAda",
+			"Hello,\n\nmy order 4711 has not arrived.\n\nRegards\nAda"},
+		{"gmail reply",
+			"Thanks, that worked!\r\n\r\nOn Mon, Jan 8, 2024 at 9:15 AM Support <support@shop.example> wrote:\r\n\r\n> Please restart the router.\r\n>\r\n> Kind regards\r\n",
+			"Thanks, that worked!"},
+		{"gmail reply with a wrapped attribution",
+			"Still broken.\n\nOn Mon, Jan 8, 2024 at 9:15 AM Customer Support Team of the Shop <\nsupport@shop.example> wrote:\n\n> Please restart the router.\n",
+			"Still broken."},
+		{"outlook desktop",
+			"Hi,\n\nthe invoice is attached.\n\nBest\nBob\n\n-----Original Message-----\nFrom: Support <support@shop.example>\nSent: Monday, January 8, 2024 9:15 AM\nTo: Bob <bob@corp.example>\nSubject: RE: Invoice\n\nCould you send the invoice?\n",
+			"Hi,\n\nthe invoice is attached.\n\nBest\nBob"},
+		{"outlook web",
+			"Yes, please cancel it.\n\n________________________________\nFrom: Support <support@shop.example>\nSent: Tuesday, 9 January 2024 10:02\nTo: Bob <bob@corp.example>\nSubject: Your subscription\n\nShall we cancel?\n",
+			"Yes, please cancel it."},
+		{"outlook header block without a separator, bold from HTML",
+			"Got it, thanks.\n\n*From:* Support <support@shop.example>\n*Sent:* Tuesday, 9 January 2024 10:02\n*To:* Bob\n*Subject:* Re: Ticket\n\nOld text\n",
+			"Got it, thanks."},
+		{"apple mail",
+			"Works now.\n\nSent from my iPhone\n\n> On 3 Mar 2024, at 10:00, Support <support@shop.example> wrote:\n>\n> Try again.\n",
+			"Works now."},
+		{"apple mail attribution unquoted",
+			"Perfect.\n\nOn 3 Mar 2024, at 10:00, Support <support@shop.example> wrote:\n\nTry again.\n",
+			"Perfect."},
+		{"thunderbird",
+			"I attached the log.\n\nOn 01.02.24 10:00, Support Team wrote:\n> Could you send us the log?\n>\n> -- \n> Support\n",
+			"I attached the log."},
+		{"german outlook",
+			"Hallo,\n\ndas Paket ist angekommen.\n\nViele Grüße\nMax\n\n-----Ursprüngliche Nachricht-----\nVon: Support <support@shop.example>\nGesendet: Montag, 8. Januar 2024 09:15\nAn: Max <max@firma.example>\nBetreff: Ihre Bestellung\n\nIhr Paket ist unterwegs.\n",
+			"Hallo,\n\ndas Paket ist angekommen.\n\nViele Grüße\nMax"},
+		{"german gmail",
+			"Danke!\n\nAm Mo., 8. Jan. 2024 um 09:15 Uhr schrieb Support <support@shop.example>:\n\n> Bitte starten Sie neu.\n",
+			"Danke!"},
+		{"french",
+			"Merci beaucoup.\n\nLe lun. 8 janv. 2024 à 09:15, Support <support@shop.example> a écrit :\n> Veuillez redémarrer.\n",
+			"Merci beaucoup."},
+		{"french outlook",
+			"C'est réglé.\n\nDe : Support <support@shop.example>\nEnvoyé : lundi 8 janvier 2024 09:15\nÀ : Marie <marie@corp.example>\nObjet : Votre commande\n\nBonjour Marie\n",
+			"C'est réglé."},
+		{"spanish",
+			"Gracias, ya funciona.\n\nEl lun, 8 ene 2024 a las 9:15, Soporte (<soporte@tienda.example>) escribió:\n> Reinicie el equipo.\n",
+			"Gracias, ya funciona."},
+		{"spanish outlook",
+			"Adjunto la factura.\n\n-----Mensaje original-----\nDe: Soporte <soporte@tienda.example>\nEnviado el: lunes, 8 de enero de 2024 9:15\nPara: Ana\nAsunto: Factura\n",
+			"Adjunto la factura."},
+		{"dutch",
+			"Bedankt!\n\nOp ma 8 jan. 2024 om 09:15 schreef Support <support@shop.example>:\n> Start opnieuw op.\n",
+			"Bedankt!"},
+		{"portuguese and italian",
+			"Obrigado.\n\nEm seg., 8 de jan. de 2024 às 09:15, Suporte <suporte@loja.example> escreveu:\n> Reinicie.\n",
+			"Obrigado."},
+		{"italian",
+			"Grazie mille.\n\nIl giorno lun 8 gen 2024 alle ore 09:15 Supporto <supporto@negozio.example> ha scritto:\n> Riavvia.\n",
+			"Grazie mille."},
+		{"signature",
+			"Please call me back.\n\n-- \nBob Builder\nACME Corp\n+49 30 1234567\n",
+			"Please call me back."},
+		{"inline answers keep the answers",
+			"On Mon, Jan 8, 2024 at 9:15 AM Support <support@shop.example> wrote:\n> What is your order number?\n4711\n> And your postcode?\n10115\n",
+			"4711\n10115"},
+		{"only a quote keeps everything",
+			"> quoted only\n> nothing new\n",
+			"> quoted only\n> nothing new"},
+		{"only history keeps everything",
+			"-----Original Message-----\nFrom: A\nSent: today\nTo: B\nSubject: x\n\nold",
+			"-----Original Message-----\nFrom: A\nSent: today\nTo: B\nSubject: x\n\nold"},
+		{"a thanks line above the attribution stays",
+			"Thanks,\nOn Mon, Jan 8, 2024 at 9:15 AM Support <support@shop.example> wrote:\n> x\n",
+			"Thanks,"},
+		{"a sentence ending in a colon is not an attribution",
+			"Here is what I did:\n1. restarted\n2. reinstalled",
+			"Here is what I did:\n1. restarted\n2. reinstalled"},
+		{"a From: line in the text is not a header block",
+			"From: my point of view the app is slow.\nCan you check?",
+			"From: my point of view the app is slow.\nCan you check?"},
+		{"forwarded mail is kept",
+			"See below.\n\n---------- Forwarded message ---------\nFrom: Carol <carol@corp.example>\nDate: Mon, Jan 8, 2024\nSubject: Broken link\nTo: Bob\n\nThe link is broken.",
+			"See below.\n\n---------- Forwarded message ---------\nFrom: Carol <carol@corp.example>\nDate: Mon, Jan 8, 2024\nSubject: Broken link\nTo: Bob\n\nThe link is broken."},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NewText(tt.in)
+			if got != tt.want {
+				t.Fatalf("NewText:\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSanitizeHTML(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		contains []string
+		absent   []string
+	}{
+		{"text and formatting stay", `<p>Hello <b>Ada</b><br>line</p>`, []string{"<p>Hello <b>Ada</b><br>line</p>"}, nil},
+		{"script goes", `<p>x</p><script>alert(1)</script>`, []string{"<p>x</p>"}, []string{"script", "alert"}},
+		{"style element and attribute go", `<style>body{display:none}</style><p style="color:red">x</p>`, []string{"<p>x</p>"},
+			[]string{"style", "display"}},
+		{"iframe, object and forms go", `<iframe src="https://evil.example"></iframe><object data="x"></object><form action="https://evil.example"><input name="p"><button>Go</button></form>`,
+			nil, []string{"iframe", "object", "form", "input", "button", "evil"}},
+		{"event handlers go", `<a href="https://ok.example" onclick="steal()">l</a><img src="https://ok.example/i.png" onerror="steal()">`,
+			[]string{`href="https://ok.example"`, `src="https://ok.example/i.png"`}, []string{"onclick", "onerror", "steal"}},
+		{"javascript URLs go", `<a href="javascript:alert(1)">x</a><a href="JaVaScRiPt:alert(1)">y</a>`, nil, []string{"javascript", "alert"}},
+		{"links get nofollow and a new tab", `<a href="https://shop.example/o/1">order</a>`,
+			[]string{`rel="nofollow noopener"`, `target="_blank"`}, nil},
+		{"cid images stay", `<img src="cid:image001.png@01DA">`, []string{`src="cid:image001.png@01DA"`}, nil},
+		{"data images stay, svg does not", `<img src="data:image/png;base64,iVBORw0KGgo="><img src="data:image/svg+xml;base64,PHN2Zz4=">`,
+			[]string{`src="data:image/png;base64,iVBORw0KGgo="`}, []string{"svg"}},
+		{"http images are emptied", `<img src="http://tracker.example/p.gif">`, nil, []string{"tracker"}},
+		{"data links to html go", `<a href="data:text/html;base64,PHNjcmlwdD4=">x</a>`, nil, []string{"data:text"}},
+		{"meta refresh and base go", `<meta http-equiv="refresh" content="0;url=https://evil.example"><base href="https://evil.example">`, nil,
+			[]string{"meta", "base", "evil"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SanitizeHTML(tt.in)
+			for _, c := range tt.contains {
+				if !strings.Contains(got, c) {
+					t.Fatalf("%q does not contain %q", got, c)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(strings.ToLower(got), strings.ToLower(a)) {
+					t.Fatalf("%q contains %q", got, a)
+				}
+			}
+		})
+	}
+	if SanitizeHTML("  \n") != "" {
+		t.Fatal("blank HTML is not empty")
+	}
+}
+
+func TestHTMLText(t *testing.T) {
+	got := HTMLText(`<html><head><title>T</title><style>p{}</style></head><body><p>Hello&nbsp;Ada &amp; Bob</p><div>Line 2<br>Line 3</div><script>x()</script></body></html>`)
+	want := "Hello Ada & Bob\nLine 2\nLine 3"
+	if got != want {
+		t.Fatalf("HTMLText = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,270 @@
+package postgres
+
+// Mail into tickets: an imported mail becomes an end-user message of the
+// ticket it answers, or opens one, through the same insert paths as the
+// API (kernel.go); and the delivery state of agent replies sent by mail.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+// mailKey is the unique index of messages made from mail.
+const mailKey = "ticket_messages_mail_key"
+
+// ImportedMail returns the message already made from the customer's mail
+// (channel, provider message id), if there is one.
+func (s *Store) ImportedMail(ctx context.Context, customerID, channelID int64, providerMessageID string) (tickets.MailImported, bool, error) {
+	return importedMail(ctx, s.db, customerID, channelID, providerMessageID)
+}
+
+func importedMail(ctx context.Context, q postgres.Querier, customerID, channelID int64, providerMessageID string) (tickets.MailImported, bool, error) {
+	out := tickets.MailImported{Outcome: tickets.MailDuplicate}
+	err := q.QueryRow(ctx, `SELECT ticket_id, message_id FROM ticket_messages
+		WHERE customer_id = $1 AND mail_channel_id = $2 AND provider_message_id = $3`,
+		customerID, channelID, providerMessageID).Scan(&out.TicketID, &out.MessageID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return tickets.MailImported{}, false, nil
+	}
+	if err != nil {
+		return tickets.MailImported{}, false, postgres.Error(err, "message")
+	}
+	return out, true, nil
+}
+
+// threadLock is the advisory lock key of the mail's thread: mails of one
+// conversation (or, without a conversation id, the same mail delivered
+// twice) are threaded one after the other, so two mails of a new thread
+// never open two tickets.
+func threadLock(in tickets.MailImport) string {
+	key := "tickets.mail:" + strconv.FormatInt(in.CustomerID, 10) + ":" + strconv.FormatInt(in.Mail.ChannelID, 10) + ":"
+	if in.Mail.ConversationID != "" {
+		return key + "c:" + in.Mail.ConversationID
+	}
+	return key + "m:" + in.Mail.ProviderMessageID
+}
+
+// ImportMail turns a prepared mail into an end-user message, in one
+// transaction: under the thread's advisory lock it returns the earlier
+// message when the mail was imported before (outcome duplicate, nothing
+// written), finds or creates the sender as an end user (end-user.created),
+// threads the mail (In-Reply-To and References, then conversation id, then
+// "[#id]" in the subject, all within the customer's channel) or opens a
+// ticket (ticket.created), inserts the message (ticket.message.created;
+// ticket.updated when it reopens the ticket) and stores its attachments'
+// metadata, taking their keys off the garbage list. A concurrent import of
+// the same mail that commits first makes this one a duplicate too.
+func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.MailImported, error) {
+	var out tickets.MailImported
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, threadLock(in)); err != nil {
+			return err
+		}
+		done, dup, err := importedMail(ctx, tx, in.CustomerID, in.Mail.ChannelID, in.Mail.ProviderMessageID)
+		if err != nil || dup {
+			out = done
+			return err
+		}
+		u, err := s.mailEndUser(ctx, tx, in.CustomerID, in.Sender)
+		if err != nil {
+			return err
+		}
+		out.Outcome = tickets.MailJoined
+		t, found, err := s.mailThread(ctx, tx, in)
+		if err != nil {
+			return err
+		}
+		if !found {
+			out.Outcome = tickets.MailNewTicket
+			if t, err = s.insertTicket(ctx, tx, in.CustomerID, tickets.NewTicket{ChannelID: in.Mail.ChannelID, EndUserID: u.ID,
+				Subject: in.Subject, Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{}`)}); err != nil {
+				return err
+			}
+		}
+		mail := in.Mail
+		m, _, err := s.insertMessage(ctx, tx, t, tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: in.Text,
+			CustomFields: json.RawMessage(`{}`), Mail: &mail})
+		if err != nil {
+			return err
+		}
+		out.TicketID, out.MessageID = t.ID, m.ID
+		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments)
+		return err
+	})
+	if postgres.UniqueViolation(err, mailKey) {
+		// Another import of the mail committed between our check and insert
+		// (possible only when the two copies named different threads).
+		done, dup, err2 := s.ImportedMail(ctx, in.CustomerID, in.Mail.ChannelID, in.Mail.ProviderMessageID)
+		if err2 == nil && dup {
+			return done, nil
+		}
+	}
+	if err != nil {
+		return tickets.MailImported{}, postgres.Error(err, "message")
+	}
+	return out, nil
+}
+
+// mailEndUser finds the customer's end user with the sender's address or
+// creates one (end-user.created). Two imports creating the same address at
+// once end with one end user: the second INSERT waits for the first and
+// does nothing, and the SELECT after it sees the committed row.
+func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, sender contracts.MailAddress) (tickets.EndUser, error) {
+	u, err := scanEndUser(tx.QueryRow(ctx, `INSERT INTO end_users (customer_id, name, email, custom_fields)
+		VALUES ($1, $2, $3, '{}') ON CONFLICT (customer_id, email) WHERE email IS NOT NULL DO NOTHING
+		RETURNING `+endUserCols, customerID, sender.Name, sender.Address))
+	if err == nil {
+		return u, s.addEndUserEvent(ctx, tx, contracts.EventEndUserCreated, u)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return u, endUserError(err)
+	}
+	u, err = scanEndUser(tx.QueryRow(ctx, `SELECT `+endUserCols+` FROM end_users WHERE customer_id = $1 AND email = $2`,
+		customerID, sender.Address))
+	return u, postgres.Error(err, "end user")
+}
+
+// mailThread finds and locks the ticket the mail belongs to, trying the
+// rules in order; a ticket deleted since its lookup counts as not found.
+func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport) (tickets.Ticket, bool, error) {
+	type rule struct {
+		skip bool
+		sql  string
+		args []any
+	}
+	rules := []rule{
+		{len(in.ThreadIDs) == 0, `SELECT ticket_id FROM ticket_messages
+			WHERE customer_id = $1 AND mail_channel_id = $2 AND internet_message_id = ANY($3::text[])
+			ORDER BY array_position($3::text[], internet_message_id), message_id DESC LIMIT 1`,
+			[]any{in.CustomerID, in.Mail.ChannelID, in.ThreadIDs}},
+		{in.Mail.ConversationID == "", `SELECT ticket_id FROM ticket_messages
+			WHERE customer_id = $1 AND mail_channel_id = $2 AND conversation_id = $3
+			ORDER BY message_id DESC LIMIT 1`,
+			[]any{in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID}},
+		{in.SubjectTicketID <= 0, `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
+			[]any{in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID}},
+	}
+	for _, r := range rules {
+		if r.skip {
+			continue
+		}
+		var id int64
+		err := tx.QueryRow(ctx, r.sql, r.args...).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return tickets.Ticket{}, false, err
+		}
+		t, err := s.lockTicket(ctx, tx, in.CustomerID, id)
+		if apperr.Is(err, apperr.NotFound) {
+			continue
+		}
+		return t, err == nil, err
+	}
+	return tickets.Ticket{}, false, nil
+}
+
+// claimAttachments stores the metadata of attachments whose bytes are
+// written, as attachments of message, and takes their keys off the garbage
+// list. When a key is no longer listed (the sweeper took it: the writer
+// outlived its due time) it is an Unavailable error and nothing is stored.
+func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment) ([]tickets.Attachment, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(in))
+	names := make([]string, len(in))
+	types := make([]string, len(in))
+	sizes := make([]int64, len(in))
+	sums := make([]string, len(in))
+	for i, a := range in {
+		keys[i], names[i], types[i], sizes[i], sums[i] = a.Key, a.FileName, a.ContentType, a.Size, a.SHA256
+	}
+	var claimed int
+	if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM blob_garbage WHERE object_key = ANY($1) RETURNING 1)
+		SELECT count(*) FROM gone`, keys).Scan(&claimed); err != nil {
+		return nil, err
+	}
+	if claimed != len(keys) {
+		// The sweeper has deleted (or is deleting) the bytes.
+		return nil, apperr.E(apperr.Unavailable, "the upload took too long; send it again")
+	}
+	return postgres.Collect(ctx, tx, "attachment", `INSERT INTO attachments (customer_id, message_id, file_name,
+		content_type, size, sha256, object_key, created_at)
+		SELECT $1, $2, f, c, n, h, k, $8 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[]) AS u(f, c, n, h, k)
+		RETURNING `+attachmentCols, scanAttachment, customerID, messageID, names, types, sizes, sums, keys, s.now())
+}
+
+// ReserveBlobs lists keys as garbage due at due, before their bytes are
+// written for a message that does not exist yet (the mail import).
+func (s *Store) ReserveBlobs(ctx context.Context, keys []string, due time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.db.Exec(ctx, `INSERT INTO blob_garbage (object_key, queued_at, not_before)
+		SELECT k, $3, $2 FROM unnest($1::text[]) AS k`, keys, due, s.now())
+	return postgres.Error(err, "attachment")
+}
+
+// DiscardBlobs makes listed keys due at once: bytes written for nothing
+// (a duplicate mail) go in the sweeper's next round.
+func (s *Store) DiscardBlobs(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.db.Exec(ctx, `UPDATE blob_garbage SET not_before = '-infinity' WHERE object_key = ANY($1)`, keys)
+	return postgres.Error(err, "attachment")
+}
+
+// MessageChannel returns the channel of the ticket of the customer's
+// message.
+func (s *Store) MessageChannel(ctx context.Context, customerID, id int64) (int64, error) {
+	var channelID int64
+	err := s.db.QueryRow(ctx, `SELECT t.channel_id FROM ticket_messages m
+		JOIN tickets t ON t.customer_id = m.customer_id AND t.ticket_id = m.ticket_id
+		WHERE m.customer_id = $1 AND m.message_id = $2`, customerID, id).Scan(&channelID)
+	return channelID, postgres.Error(err, "message")
+}
+
+// SetDelivery records the delivery state of the customer's agent message
+// as a report of it left it. A report older than the one applied (by
+// d.UpdatedAt, the report's occurredAt) changes nothing; pending (set at
+// send time by this service's clock) always gives way to a report. An
+// unknown or deleted message, or one that is not an agent's, is ignored:
+// false.
+func (s *Store) SetDelivery(ctx context.Context, customerID, messageID int64, d tickets.Delivery) (bool, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE ticket_messages SET delivery_status = $3, delivery_attempts = $4,
+		delivery_error = $5, delivery_updated_at = $6
+		WHERE customer_id = $1 AND message_id = $2 AND sender_type = 'Agent'
+		AND (delivery_status IS NULL OR delivery_status = 'pending' OR delivery_updated_at < $6)`,
+		customerID, messageID, d.Status, d.Attempts, nullText(d.Error), d.UpdatedAt)
+	if err != nil {
+		return false, postgres.Error(err, "message")
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// replyMail is what message.reply.sent carries for delivery by mail: the
+// end user's name and address, and the provider and Message-IDs of the
+// ticket's latest mail, the end user's own preferred.
+func (s *Store) replyMail(ctx context.Context, tx pgx.Tx, t tickets.Ticket) (to contracts.MailAddress, providerID, internetID string, err error) {
+	err = tx.QueryRow(ctx, `SELECT u.name, coalesce(u.email, ''), coalesce(m.provider_message_id, ''),
+		coalesce(m.internet_message_id, '')
+		FROM end_users u LEFT JOIN LATERAL (SELECT provider_message_id, internet_message_id FROM ticket_messages
+			WHERE customer_id = $1 AND ticket_id = $2 AND sender_type = 'EndUser' AND provider_message_id IS NOT NULL
+			ORDER BY mail_from_address IS NOT DISTINCT FROM u.email DESC, created_at DESC, message_id DESC LIMIT 1) m ON true
+		WHERE u.customer_id = $1 AND u.end_user_id = $3`, t.CustomerID, t.ID, t.EndUserID).
+		Scan(&to.Name, &to.Address, &providerID, &internetID)
+	return to, providerID, internetID, err
+}
