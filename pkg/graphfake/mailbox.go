@@ -483,9 +483,11 @@ func preferValues(r *http.Request) map[string]string {
 
 var (
 	scriptOrStyle = regexp.MustCompile(`(?is)<script\b.*?</script\s*>|<style\b.*?</style\s*>|<head\b.*?</head\s*>`)
-	lineBreakTag  = regexp.MustCompile(`(?i)<br\s*/?>|</(p|div|tr|li|h[1-6]|blockquote)\s*>`)
-	anyTag        = regexp.MustCompile(`(?s)<[^>]*>`)
-	manyNewlines  = regexp.MustCompile(`\n{3,}`)
+	// Block elements start and end lines, as Exchange's conversion renders
+	// them.
+	lineBreakTag = regexp.MustCompile(`(?i)<br\s*/?>|</?(p|div|tr|li|h[1-6]|blockquote|table|hr)\b[^>]*>`)
+	anyTag       = regexp.MustCompile(`(?s)<[^>]*>`)
+	manyNewlines = regexp.MustCompile(`\n{3,}`)
 )
 
 // htmlToText is the fake's stand-in for Graph's text conversion: tags stripped, block ends as line

@@ -227,7 +227,7 @@ func TestMessageAndAttachments(t *testing.T) {
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &m) != nil {
 		t.Fatalf("message: %d %s", r.status, r.body)
 	}
-	if m.ID != id || m.Body.ContentType != "text" || m.Body.Content != "Hello\u00a0you\nLine 2" || !m.HasAttachments || m.Subject != nil {
+	if m.ID != id || m.Body.ContentType != "text" || m.Body.Content != "Hello\u00a0you\n\nLine 2" || !m.HasAttachments || m.Subject != nil {
 		t.Errorf("message %+v", m)
 	}
 	hdrs := map[string]string{}
