@@ -10,10 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"supportplatform.dev/pkg/apperr"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"supportplatform.dev/pkg/apperr"
 
 	"github.com/redis/go-redis/v9"
 

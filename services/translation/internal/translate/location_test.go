@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"supportplatform.dev/pkg/apperr"
 	"testing"
+
+	"supportplatform.dev/pkg/apperr"
 
 	"supportplatform.dev/ai/langdetect"
 	"supportplatform.dev/ai/openai"

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"supportplatform.dev/pkg/apperr"
 	"sync"
 	"testing"
 	"time"
+
+	"supportplatform.dev/pkg/apperr"
 
 	"supportplatform.dev/ai/mt"
 )
