@@ -176,7 +176,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if c.Slow {
 			w = slowWorkers
 		}
-		if c.Note != "" {
+		switch {
+		case c.Note != "" && c.Latency != nil:
+			fmt.Fprintf(stdout, "%-18s %s\n", c.Name, c.Note)
+		case c.Note != "":
 			fmt.Fprintf(stdout, "%-18s %d workers; %s\n", c.Name, w, c.Note)
 		}
 		if c.Setup != nil {
