@@ -212,7 +212,8 @@ func TestReplyGoesOutByMail(t *testing.T) {
 		t.Fatalf("%d mails sent, want 1: %+v", len(out), out)
 	}
 	s := out[0]
-	if s.Kind != graphfake.SentReply || s.InReplyTo != mailID || !strings.Contains(s.Text, answer) {
+	if s.Kind != graphfake.SentReply || s.InReplyTo != mailID || !strings.Contains(s.Text, answer) ||
+		!strings.Contains(s.Subject, fmt.Sprintf("[#%d]", tk.TicketID)) || s.Headers["X-SupportPlatform-Reply"] == "" {
 		t.Fatalf("sent %+v", s)
 	}
 	// The reply lands in Sent Items, not in the inbox: no new ticket, no new
@@ -226,5 +227,53 @@ func TestReplyGoesOutByMail(t *testing.T) {
 	}
 	if ms := mc.messages(t, tk.TicketID); len(ms) != 2 || ms[1].SenderType != "Agent" {
 		t.Fatalf("messages after the reply: %+v", ms)
+	}
+}
+
+// A reply in a ticket that did not come by mail (opened through the API on
+// the e-mail channel) goes out as a new mail to the end user, with the
+// ticket reference in the subject; a second send-reply of the same message
+// is refused and sends nothing.
+func TestReplyToAPITicketIsANewMail(t *testing.T) {
+	t.Parallel()
+	mc := newMailChannel(t)
+	addr := "api-user-" + randid.Hex(4) + "@customer.example"
+	var u endUserBody
+	wantStatus(t, client(t).Do(http.MethodPost, "/api/EndUsers", mc.tn.AgentToken,
+		map[string]any{"name": "Ken Thompson", "email": addr}), http.StatusCreated, &u)
+	var m messageBody
+	subject := "Phone call " + randid.Hex(4)
+	wantStatus(t, client(t).Do(http.MethodPost, "/api/TicketMessages", mc.tn.AgentToken, map[string]any{
+		"message": "Called about the invoice.", "senderType": "EndUser", "subject": subject,
+		"channelID": mc.channel.ChannelID, "endUserID": u.EndUserID}), http.StatusCreated, &m)
+	answer := "Here is the invoice you asked for. " + randid.Hex(4)
+	send := func() int {
+		return client(t).Do(http.MethodPost, fmt.Sprintf("/api/TicketMessages/%d/send-reply", m.MessageID), mc.tn.AgentToken,
+			map[string]any{"modifiedAnswer": answer}).Status
+	}
+	if st := send(); st != http.StatusOK {
+		t.Fatalf("send-reply %d", st)
+	}
+	var out []graphfake.SentMail
+	e2e.Eventually(t, 15*time.Second, "the new mail in the fake Graph's outbox", func() bool {
+		out = sentFrom(mc.mailbox)
+		return len(out) > 0
+	})
+	s := out[0]
+	if s.Kind != graphfake.SentSendMail || len(s.To) != 1 || !strings.EqualFold(s.To[0].Address, addr) ||
+		s.Subject != fmt.Sprintf("Re: %s [#%d]", subject, m.TicketID) || !strings.Contains(s.Text, answer) {
+		t.Fatalf("sent %+v", s)
+	}
+	if st := send(); st != http.StatusConflict {
+		t.Fatalf("second send-reply %d, want 409", st)
+	}
+	ms := mc.waitMessages(t, m.TicketID, 2)
+	e2e.Eventually(t, 15*time.Second, "delivery sent", func() bool {
+		var r messageBody
+		wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/TicketMessages/%d", ms[1].MessageID), mc.tn.AgentToken, nil), http.StatusOK, &r)
+		return r.Delivery != nil && r.Delivery.Status == "sent"
+	})
+	if n := len(sentFrom(mc.mailbox)); n != 1 {
+		t.Fatalf("%d mails sent, want 1", n)
 	}
 }
