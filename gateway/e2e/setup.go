@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
+	"time"
 
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/apicontract"
@@ -64,4 +66,32 @@ func Tail(s string, lines int) string {
 		}
 	}
 	return s
+}
+
+// RunSuite runs a suite's tests against its started stack, prints the end
+// of the stack's output when one failed, stops the stack and returns the
+// exit code (non-zero also when the stack did not stop cleanly). backends
+// are opened for the tests first (*out) and closed after.
+func RunSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer, out **Backends) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	b, err := OpenBackends(ctx, stk)
+	cancel()
+	if err != nil {
+		_ = stk.Stop()
+		fmt.Fprintf(os.Stderr, "%s setup: backends: %v\n", name, err)
+		return 1
+	}
+	*out = b
+	defer b.Close()
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", Tail(stackLog.String(), 400))
+	}
+	if err := stk.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: stack did not stop cleanly: %v\n", name, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }

@@ -83,21 +83,5 @@ func run(m *testing.M) int {
 		fmt.Fprint(os.Stderr, stackLog.String())
 		return fail("start stack: %v", err)
 	}
-	if backends, err = e2e.OpenBackends(ctx, stk); err != nil {
-		_ = stk.Stop()
-		return fail("backends: %v", err)
-	}
-	defer backends.Close()
-
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", e2e.Tail(stackLog.String(), 400))
-	}
-	if err := stk.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2eimport: stack did not stop cleanly: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	return e2e.RunSuite(m, "e2eimport", stk, &stackLog, &backends)
 }

@@ -1,8 +1,6 @@
 package graphfake
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 )
@@ -50,21 +48,7 @@ type sendMailRequest struct {
 
 // decodeMailBody reads a bounded JSON body strictly, naming the message type in refusals.
 func decodeMailBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			return &apiError{status: http.StatusRequestEntityTooLarge, code: "RequestEntityTooLarge", message: "The request body is too large."}
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return &apiError{status: http.StatusBadRequest, code: "RequestBodyRead",
-				message: "The property '" + field + "' does not exist on type 'microsoft.graph.message'. Make sure to only use property names that are defined by the type or mark the type as open type."}
-		}
-		return &apiError{status: http.StatusBadRequest, code: "RequestBodyRead", message: "Unable to read JSON request payload: " + err.Error()}
-	}
-	return nil
+	return decodeStrict(w, r, v, "RequestBodyRead", "The property '%s' does not exist on type 'microsoft.graph.message'. Make sure to only use property names that are defined by the type or mark the type as open type.")
 }
 
 func (m *outMessage) recipients() ([]Address, *apiError) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -472,8 +473,15 @@ func contextURL(r *http.Request, what string) string {
 	return baseURL(r) + "/v1.0/$metadata#" + what
 }
 
-// decodeBody reads a bounded JSON body, refusing properties the target does not have.
+// decodeBody reads a bounded JSON body, refusing properties the target does not have, with the
+// error Graph gives for a subscription.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	return decodeStrict(w, r, v, "BadRequest", "Property '%s' does not exist on type 'microsoft.graph.subscription'. Make sure to only use property names that are defined by the type.")
+}
+
+// decodeStrict reads a bounded JSON body strictly; an unknown property is refused with code and
+// unknown (a format naming the property), as Graph words it for the resource type at hand.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any, code, unknown string) *apiError {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -483,10 +491,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
 			return &apiError{status: http.StatusRequestEntityTooLarge, code: "RequestEntityTooLarge", message: "The request body is too large."}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return &apiError{status: http.StatusBadRequest, code: "BadRequest",
-				message: "Property '" + field + "' does not exist on type 'microsoft.graph.subscription'. Make sure to only use property names that are defined by the type."}
+			return &apiError{status: http.StatusBadRequest, code: code, message: fmt.Sprintf(unknown, field)}
 		}
-		return &apiError{status: http.StatusBadRequest, code: "BadRequest", message: "Unable to read JSON request payload: " + err.Error()}
+		return &apiError{status: http.StatusBadRequest, code: code, message: "Unable to read JSON request payload: " + err.Error()}
 	}
 	return nil
 }
