@@ -398,7 +398,7 @@ func TestMessage(t *testing.T) {
 	if m.Headers["X-Mailer"] != "Outlook" || m.Headers["Message-Id"] != "<m1@customer.example>" {
 		t.Errorf("headers %v", m.Headers)
 	}
-	if m.BodyHTML != "<p>It is <b>burning</b>.</p><p>Help!</p>" || m.BodyText != "It is burning.\nHelp!" {
+	if m.BodyHTML != "<p>It is <b>burning</b>.</p><p>Help!</p>" || m.BodyText != "It is burning.\n\nHelp!" {
 		t.Errorf("bodies %q / %q", m.BodyHTML, m.BodyText)
 	}
 	reqs := f.requests()

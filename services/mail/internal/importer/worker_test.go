@@ -41,15 +41,18 @@ func TestWorkerConsumesImportRequests(t *testing.T) {
 	w := importer.NewWorker(importer.WorkerOptions{Runner: r, Concurrency: 2, AckWait: 600 * time.Millisecond,
 		MaxDeliver: 4, Retry: []time.Duration{50 * time.Millisecond}, Grace: 5 * time.Second, Log: discard()})
 	ctx, cancel := context.WithCancel(context.Background())
+	// The queue (an idempotent stream update) before the worker makes its
+	// consumer: nats-server races a stream update against a consumer
+	// creation on the same stream (its own data race, seen with -race).
+	q, err := queue.New(ctx, e.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		w.Run(ctx, e.bus.JS, e.bus.Names)
 	}()
-	q, err := queue.New(ctx, e.bus)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := contracts.MailImportRequest{CustomerID: 1, ChannelID: tg.ChannelID, FolderID: tg.FolderID,
 		Reason: contracts.ImportNotification, RequestedAt: time.Now()}
 	if err := q.Import(ctx, req); err != nil {
