@@ -99,7 +99,7 @@ func (e *Engine) configured() bool { return e.client != nil && e.client.Configur
 // cancellation or deadline, fb. A caller whose context has ended gets the
 // error: it will not use a result anyway, and a worker's redelivery is
 // better served by the LLM than by a fallback computed during shutdown.
-func run[T any](ctx context.Context, e *Engine, op string, prov func() assistant.Provenance,
+func run[T any](ctx context.Context, e *Engine, op string,
 	own func() (T, error), fb func() (T, assistant.Provenance, error)) (T, assistant.Provenance, error) {
 	var zero T
 	if !e.configured() {
@@ -110,13 +110,13 @@ func run[T any](ctx context.Context, e *Engine, op string, prov func() assistant
 	}
 	v, err := own()
 	if err == nil {
-		return v, prov(), nil
+		return v, e.provenance(), nil
 	}
-	if cerr := ctx.Err(); cerr != nil {
-		return zero, prov(), fmt.Errorf("llm: %s: %w", op, err)
+	if ctx.Err() != nil {
+		return zero, e.provenance(), fmt.Errorf("llm: %s: %w", op, err)
 	}
 	if e.fallback == nil {
-		return zero, prov(), apperr.Wrap(apperr.Unavailable, err, "the AI assistant is unavailable")
+		return zero, e.provenance(), apperr.Wrap(apperr.Unavailable, err, "the AI assistant is unavailable")
 	}
 	e.log.Warn("assistant llm engine failed, using the fallback engine", "op", op, "model", e.client.Model(), "error", err)
 	return fb()
@@ -164,7 +164,7 @@ func ask[T any](ctx context.Context, e *Engine, op string, msgs []openai.Message
 // DetectTopics implements assistant.Engine with one chat completion scoring
 // every topic.
 func (e *Engine) DetectTopics(ctx context.Context, text string, topics []assistant.Topic) ([]assistant.TopicScore, assistant.Provenance, error) {
-	return run(ctx, e, "detect-topics", e.provenance,
+	return run(ctx, e, "detect-topics",
 		func() ([]assistant.TopicScore, error) {
 			if len(topics) == 0 {
 				return []assistant.TopicScore{}, nil
@@ -185,7 +185,7 @@ func (e *Engine) DetectTopics(ctx context.Context, text string, topics []assista
 // PrepareReply implements assistant.Engine: a reply grounded only in
 // r.Documents, or Reply{} when they do not answer the message.
 func (e *Engine) PrepareReply(ctx context.Context, r assistant.ReplyRequest) (assistant.Reply, assistant.Provenance, error) {
-	return run(ctx, e, "prepare-reply", e.provenance,
+	return run(ctx, e, "prepare-reply",
 		func() (assistant.Reply, error) {
 			if len(r.Documents) == 0 {
 				// Nothing to ground a reply in: the model is not asked to invent one.
@@ -206,7 +206,7 @@ func (e *Engine) PrepareReply(ctx context.Context, r assistant.ReplyRequest) (as
 
 // Summarize implements assistant.Engine with one chat completion.
 func (e *Engine) Summarize(ctx context.Context, subject, status string, turns []assistant.Turn) (string, assistant.Provenance, error) {
-	return run(ctx, e, "summarize", e.provenance,
+	return run(ctx, e, "summarize",
 		func() (string, error) {
 			msgs, err := summaryPrompt(subject, status, turns)
 			if err != nil {
