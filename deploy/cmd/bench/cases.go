@@ -184,6 +184,7 @@ func benchCases() []*benchCase {
 		},
 		mailNotifyCase(),
 		mailToTicketCase(),
+		messageToReplyCase(),
 	}
 	cases = append(cases, ticketCases()...)
 	return append(cases, &benchCase{
