@@ -89,6 +89,15 @@ var suffixes = func() []string {
 	return list
 }()
 
+// suffixesByLast are the suffixes by their last byte, longest first, so
+// that a word is tried only against the suffixes it can end with.
+var suffixesByLast = func() (by [256][]string) {
+	for _, s := range suffixes {
+		by[s[len(s)-1]] = append(by[s[len(s)-1]], s)
+	}
+	return by
+}()
+
 // minStem is the fewest letters a stem keeps.
 const minStem = 3
 
@@ -99,7 +108,7 @@ func stem(w string) string {
 	}
 	for range 2 {
 		w0 := w
-		for _, s := range suffixes {
+		for _, s := range suffixesByLast[w[len(w)-1]] {
 			// "ss" is no plural ("address", "access").
 			if strings.HasSuffix(w, s) && utf8.RuneCountInString(w)-len(s) >= minStem && !(s == "s" && strings.HasSuffix(w, "ss")) {
 				w = w[:len(w)-len(s)]
