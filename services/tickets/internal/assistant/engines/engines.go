@@ -51,23 +51,27 @@ func (c Config) Client() *openai.Client {
 // New returns the configured engine. translator (may be nil) writes a
 // reply in a language the engine cannot write itself.
 //
-// LEAD: replace the body with the real engines once packages offline and
-// llm are merged:
+// LEAD: replace the body once packages offline and llm are merged (their
+// APIs on main as of e354499):
 //
-//	off := offline.New(...translator...)
+//	off := offline.New(offline.Options{Translator: translator})
 //	client := cfg.Client()
 //	if !client.Configured() {
 //		return off, nil
 //	}
 //	return llm.New(llm.Options{Client: client, EmbeddingModel: cfg.AIEmbeddingModel, Fallback: off, Log: log}), nil
 func New(cfg Config, translator mt.Translator, log *slog.Logger) (assistant.Engine, error) {
-	_, _, _ = cfg, translator, log
+	_, _ = cfg, log
 	return Offline(translator)
 }
 
 // Offline returns the offline engine (deterministic, no network).
 //
-// LEAD: replace the stand-in with offline.New(...).
+// LEAD: replace the stand-in with
+//
+//	return offline.New(offline.Options{Translator: translator}), nil
+//
+// and delete standin.go.
 func Offline(translator mt.Translator) (assistant.Engine, error) {
 	_ = translator
 	return standIn{}, nil
