@@ -82,8 +82,17 @@ var Services = []Service{
 	{
 		// End users, tickets and their messages.
 		Name:     "tickets",
-		Prefixes: []string{"/api/Tickets", "/api/TicketMessages", "/api/EndUsers"},
+		Prefixes: []string{"/api/Tickets", "/api/TicketMessages", "/api/EndUsers", "/api/Assistant"},
 		Schema:   "tickets",
+	},
+	{
+		// The AI assistant (not routed): topic detection and prepared
+		// replies on new messages, written through the tickets schema.
+		// Apertium translates replies the engine cannot write directly.
+		Name:        "assistant",
+		Module:      "services/tickets",
+		Schema:      "tickets",
+		DebPackages: []string{"apertium", "apertium-eng-spa", "apertium-eng-cat", "apertium-fr-es", "apertium-es-pt"},
 	},
 	{
 		Name:     "translation",

@@ -103,6 +103,15 @@ var Services = []Service{
 		Buckets:      []string{BucketAttachments},
 		ReadsBuckets: []string{BucketMailAttachments},
 	},
+	{
+		// The AI assistant of the tickets context: topic detection and
+		// prepared replies on new messages. Its events go through the
+		// tickets outbox, which the tickets binary relays.
+		Name:     "assistant",
+		Calls:    []string{RPCTopicsAll, RPCTopicDocuments, RPCTopicActions, RPCTopicNames},
+		Streams:  []string{StreamEvents},
+		Consumes: []string{StreamEvents},
+	},
 }
 
 // LookupService returns the table entry named name.

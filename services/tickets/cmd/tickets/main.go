@@ -1,6 +1,7 @@
 // Command tickets is the binary of the tickets context: the HTTP API of end
 // users, tickets, messages and attachments, and the consumers of topic
-// events, imported mails (MAIL_INBOUND) and reply delivery reports.
+// events, imported mails (MAIL_INBOUND) and reply delivery reports. It also
+// relays the outbox rows the assistant binary writes.
 //
 //	tickets            serve (migrations are applied at start)
 //	tickets migrate    apply migrations and exit
@@ -22,6 +23,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/idempotency"
 	"supportplatform.dev/pkg/ratelimit"
+	"supportplatform.dev/services/tickets/internal/assistant/engines"
 	"supportplatform.dev/services/tickets/internal/httpapi"
 	"supportplatform.dev/services/tickets/internal/lookup"
 	"supportplatform.dev/services/tickets/internal/mailin"
@@ -34,6 +36,8 @@ import (
 type Config struct {
 	HTTPAddr string `env:"HTTP_ADDR" default:"127.0.0.1:8087" desc:"listen address of the tickets service"`
 	config.Common
+	// The engine of the summaries (the assistant's configuration).
+	engines.Config
 
 	AttachmentMaxBytes      int64         `env:"ATTACHMENT_MAX_BYTES" default:"26214400" desc:"largest attachment file (bytes; 25 MiB): above it an upload is a 413 and nothing is kept; the upload route's body limit is this plus 64 KiB of multipart overhead (MAX_BODY_BYTES does not apply to it)"`
 	AttachmentSweepInterval time.Duration `env:"ATTACHMENT_SWEEP_INTERVAL" default:"30s" desc:"time between rounds of the sweeper that deletes the bytes of deleted attachments (a deletion through the API also starts one at once)"`
@@ -59,6 +63,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.AttachmentMaxBytes < 1 || cfg.AttachmentSweepInterval <= 0 || cfg.FeedbackLimitPerToken < 1 ||
 		cfg.FeedbackLimitPerIP < 1 || cfg.FeedbackLimitWindow <= 0 {
 		return errors.New("config: ATTACHMENT_MAX_BYTES, ATTACHMENT_SWEEP_INTERVAL and the FEEDBACK_LIMIT_* variables must be positive")
+	}
+	if err := cfg.Config.Check(cfg.RequestTimeout); err != nil {
+		return err
 	}
 	cmd := "serve"
 	if len(args) > 1 {
@@ -120,12 +127,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	feedbackLimit := func(n int) *ratelimit.Limiter {
 		return ratelimit.New(deps.Redis, cfg.RedisPrefix+"tickets:feedback:", n, cfg.FeedbackLimitWindow)
 	}
+	// Summaries come from the configured engine (the LLM when AI_* is set,
+	// else the offline one); the current ranking of prompt documents of a
+	// message without a prepared reply from the offline engine (cheap,
+	// local). The assistant binary does the rest.
+	summarizer, err := engines.New(cfg.Config, nil, deps.Log)
+	if err != nil {
+		return err
+	}
+	ranker, err := engines.Offline(nil)
+	if err != nil {
+		return err
+	}
 	httpapi.New(httpapi.Deps{
 		EndUsers:    tickets.NewEndUsers(store),
 		Tickets:     tickets.NewTickets(store, look),
-		Messages:    tickets.NewMessages(store, look, deps.Now),
+		Messages:    tickets.NewMessages(store, look, deps.Now).WithRanker(ranker),
 		Attachments: attachments,
 		Feedback:    tickets.NewFeedback(store, look, feedbackLimit(cfg.FeedbackLimitPerToken), feedbackLimit(cfg.FeedbackLimitPerIP)),
+		Summaries:   tickets.NewSummaries(store, summarizer, deps.Now),
+		Assistant:   tickets.NewAssistantFeedback(store),
 	}, deps.Server).Routes(deps.Server.Engine, deps.Auth(), idempotent)
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

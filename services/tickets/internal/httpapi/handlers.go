@@ -36,6 +36,10 @@ type Deps struct {
 	Attachments Attachments
 
 	Feedback Feedback
+
+	Summaries Summaries
+
+	Assistant Assistant
 }
 
 // Handlers serve the tickets routes.

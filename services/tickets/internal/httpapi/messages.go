@@ -28,7 +28,7 @@ type Messages interface {
 	SendReply(ctx context.Context, customerID, accountID, id int64, modifiedAnswer *string) (tickets.Message, error)
 	Escalate(ctx context.Context, customerID, id int64, comment, email string) error
 	DetectTopics(ctx context.Context, customerID, id int64) error
-	PromptDocuments(ctx context.Context, customerID, id int64) ([]tickets.PromptDocument, error)
+	PromptDocuments(ctx context.Context, customerID, id int64) (tickets.PromptDocumentsResult, error)
 }
 
 type messageTopicResponse struct {
@@ -41,6 +41,10 @@ type aiReplyResponse struct {
 	Text        *string    `json:"text"`
 	Status      string     `json:"status"`
 	DateCreated *time.Time `json:"dateCreated"`
+	// Engine and Model name what prepared the reply; null when the
+	// assistant did not (no reply, or one an agent wrote).
+	Engine *string `json:"engine"`
+	Model  *string `json:"model"`
 }
 
 type messageResponse struct {
@@ -139,6 +143,10 @@ func toMessage(m tickets.Message) messageResponse {
 	if m.AIReplyAt != nil {
 		at := m.AIReplyAt.UTC()
 		reply.DateCreated = &at
+	}
+	if p := m.AIReplyProvenance; p != nil {
+		engine, model := p.Engine, p.Model
+		reply.Engine, reply.Model = &engine, &model
 	}
 	return messageResponse{MessageID: m.ID, TicketID: m.TicketID, DateCreated: m.CreatedAt.UTC(), DateUpdated: m.UpdatedAt.UTC(),
 		SenderType: string(m.SenderType), SenderAccountID: m.SenderAccountID, Message: m.Text, Topics: topics,
@@ -340,13 +348,20 @@ func (h *Handlers) detectTopics(c *gin.Context) error {
 }
 
 type promptDocumentResponse struct {
-	DocumentID int64  `json:"documentID"`
-	Title      string `json:"title"`
-	Content    string `json:"content"`
+	DocumentID int64   `json:"documentID"`
+	Title      string  `json:"title"`
+	Content    string  `json:"content"`
+	Score      float64 `json:"score"`
 }
 
+// promptDocumentsResponse: the documents, and what chose them. Source is
+// "reply" for the documents the prepared reply was grounded in (stored
+// with it), "ranking" for the current ranking of a message without one.
 type promptDocumentsResponse struct {
 	PromptDocuments []promptDocumentResponse `json:"promptDocuments"`
+	Source          string                   `json:"source"`
+	Engine          *string                  `json:"engine"`
+	Model           *string                  `json:"model"`
 }
 
 func (h *Handlers) promptDocuments(c *gin.Context) error {
@@ -354,13 +369,17 @@ func (h *Handlers) promptDocuments(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	docs, err := h.Messages.PromptDocuments(c.Request.Context(), cid, id)
+	res, err := h.Messages.PromptDocuments(c.Request.Context(), cid, id)
 	if err != nil {
 		return err
 	}
-	out := promptDocumentsResponse{PromptDocuments: make([]promptDocumentResponse, len(docs))}
-	for i, d := range docs {
-		out.PromptDocuments[i] = promptDocumentResponse{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content}
+	out := promptDocumentsResponse{PromptDocuments: make([]promptDocumentResponse, len(res.Documents)), Source: "ranking",
+		Engine: optional(res.Provenance.Engine), Model: optional(res.Provenance.Model)}
+	if res.Stored {
+		out.Source = "reply"
+	}
+	for i, d := range res.Documents {
+		out.PromptDocuments[i] = promptDocumentResponse{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
 	}
 	c.JSON(http.StatusOK, out)
 	return nil

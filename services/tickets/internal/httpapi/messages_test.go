@@ -10,6 +10,7 @@ import (
 
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/services/tickets/internal/assistant"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
@@ -32,12 +33,18 @@ func TestMessageMailAndDeliveryMatchTheContract(t *testing.T) {
 	reply := base
 	reply.SenderType = tickets.SenderAgent
 	reply.Delivery = &tickets.Delivery{Status: tickets.DeliveryFailed, Attempts: 3, Error: "mailbox full", UpdatedAt: at}
+	prepared := base
+	prepared.AIReplyText, prepared.AIReplyStatus, prepared.AIReplyAt = "Hi Ada", tickets.AIReplyPrepared, &at
+	prepared.AIReplyProvenance = &assistant.Provenance{Engine: "offline", Model: "bm25-v1"}
 	tests := []struct {
 		name string
 		m    tickets.Message
 		want []string
 	}{
-		{"plain", base, []string{`"mail":null`, `"delivery":null`}},
+		{"plain", base, []string{`"mail":null`, `"delivery":null`,
+			`"aiReply":{"text":null,"status":"none","dateCreated":null,"engine":null,"model":null}`}},
+		{"prepared by the assistant", prepared, []string{
+			`"aiReply":{"text":"Hi Ada","status":"prepared","dateCreated":"2025-03-04T05:06:07Z","engine":"offline","model":"bm25-v1"}`}},
 		{"from mail", fromMail, []string{`"mail":{"from":{"name":"Ada","address":"ada@example.com"},"to":[{"name":"","address":"s@shop.example"}],"cc":[],` +
 			`"subject":"Broken","internetMessageID":"\u003cm@x\u003e","receivedAt":"2025-03-04T05:05:07Z","html":"\u003cp\u003eIt broke.\u003c/p\u003e",` +
 			`"truncated":true,"skippedAttachments":[{"name":"big.iso","size":1073741824,"reason":"too-large"}]}`}},

@@ -1,12 +1,16 @@
 package httpapi
 
-import "github.com/gin-gonic/gin"
+import (
+	"github.com/gin-gonic/gin"
+
+	"supportplatform.dev/pkg/authn"
+)
 
 // Routes registers every route of the tickets service.
 //
 // Every route but the end user's feedback link needs a bearer token and is
 // scoped to the token's customer; every role (admin, agent, integration)
-// reads and writes. POST of end users, tickets and messages takes an
+// reads and writes, but the assistant's feedback report is for admins. POST of end users, tickets and messages takes an
 // Idempotency-Key (idempotent runs after the token middleware, as it is
 // scoped to the customer).
 func (h *Handlers) Routes(e *gin.Engine, requireToken, idempotent gin.HandlerFunc) {
@@ -22,6 +26,8 @@ func (h *Handlers) Routes(e *gin.Engine, requireToken, idempotent gin.HandlerFun
 	h.messageRoutes(api, idempotent)
 
 	h.attachmentRoutes(api)
+
+	h.assistantRoutes(api)
 
 	// The feedback link is public: the ticket token in it is the credential.
 	h.feedbackRoutes(e.Group(""))
@@ -66,4 +72,10 @@ func (h *Handlers) attachmentRoutes(api *gin.RouterGroup) {
 // feedbackRoutes: the end user's vote on a message.
 func (h *Handlers) feedbackRoutes(public *gin.RouterGroup) {
 	public.POST("/api/TicketMessages/:id/feedback", h.s.Handle(h.vote))
+}
+
+// assistantRoutes: /api/Assistant, the AI assistant's reports (admins).
+func (h *Handlers) assistantRoutes(api *gin.RouterGroup) {
+	admin := authn.RequireRole(authn.RoleAdmin, h.s.Fail)
+	api.GET("/api/Assistant/feedback", admin, h.s.Handle(h.assistantFeedback))
 }

@@ -25,7 +25,6 @@ type Tickets interface {
 	UpdateTicket(ctx context.Context, customerID, id int64, p tickets.TicketPatch) error
 	DeleteTicket(ctx context.Context, customerID, id int64) error
 	BulkUpdate(ctx context.Context, customerID int64, in tickets.BulkInput) error
-	Summary(ctx context.Context, customerID, id int64) (string, error)
 }
 
 type ticketCreateRequest struct {
@@ -215,5 +214,5 @@ func (h *Handlers) bulkUpdateTickets(c *gin.Context) error {
 }
 
 func (h *Handlers) ticketSummary(c *gin.Context) error {
-	return httpcrud.GetOne(c, h.Tickets.Summary, func(s string) string { return s })
+	return httpcrud.GetOne(c, h.Summaries.Summary, func(s string) string { return s })
 }

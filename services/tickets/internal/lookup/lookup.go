@@ -54,3 +54,10 @@ func (c *Client) TopicDocuments(ctx context.Context, customerID int64, topicIDs 
 		contracts.TopicDocumentsRequest{CustomerID: customerID, TopicIDs: topicIDs, Limit: limit})
 	return reply.Documents, err
 }
+
+// TopicsAll lists every live topic of the customer with its description.
+func (c *Client) TopicsAll(ctx context.Context, customerID int64) ([]contracts.TopicSummary, error) {
+	reply, err := natsbus.Request[contracts.TopicsAllRequest, contracts.TopicsAllReply](ctx, c.bus, contracts.RPCTopicsAll,
+		contracts.TopicsAllRequest{CustomerID: customerID})
+	return reply.Topics, err
+}

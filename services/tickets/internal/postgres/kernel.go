@@ -20,6 +20,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/assistant"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
@@ -72,7 +73,8 @@ const messageScalarCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_ty
 		'fromAddress', m.mail_from_address, 'to', m.mail_to, 'cc', m.mail_cc, 'subject', m.mail_subject,
 		'receivedAt', m.mail_received_at, 'html', m.body_html, 'truncated', m.mail_truncated,
 		'skipped', m.mail_skipped) END,
-	m.delivery_status, m.delivery_attempts, coalesce(m.delivery_error, ''), m.delivery_updated_at`
+	m.delivery_status, m.delivery_attempts, coalesce(m.delivery_error, ''), m.delivery_updated_at,
+	coalesce(m.topics_source, ''), m.ai_reply_engine, coalesce(m.ai_reply_model, ''), m.ai_reply_documents`
 
 // messageCols select a message aliased m, with its topics (by id) and the
 // number of its attachments.
@@ -86,6 +88,14 @@ const messageCols = messageScalarCols + `,
 // newMessageCols return a message just inserted: it has no topics and no
 // attachments yet.
 const newMessageCols = messageScalarCols + `, '[]'::jsonb, 0::bigint`
+
+// promptDocumentRow is one of ai_reply_documents.
+type promptDocumentRow struct {
+	DocumentID int64   `json:"documentID"`
+	Title      string  `json:"title"`
+	Content    string  `json:"content"`
+	Score      float64 `json:"score"`
+}
 
 type topicRow struct {
 	ID      int64  `json:"id"`
@@ -135,9 +145,20 @@ func scanMessage(row pgx.Row) (tickets.Message, error) {
 	var delivery tickets.Delivery
 	var deliveryStatus *string
 	var deliveryAt *time.Time
+	var engine *string
+	var model string
+	var docs []promptDocumentRow
 	err := row.Scan(&m.ID, &m.CustomerID, &m.TicketID, &sender, &m.SenderAccountID, &m.Text,
 		&m.AIReplyText, &reply, &m.AIReplyAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt,
-		&mail, &deliveryStatus, &delivery.Attempts, &delivery.Error, &deliveryAt, &topics, &m.Attachments)
+		&mail, &deliveryStatus, &delivery.Attempts, &delivery.Error, &deliveryAt,
+		&m.TopicsSource, &engine, &model, &docs, &topics, &m.Attachments)
+	if engine != nil {
+		m.AIReplyProvenance = &assistant.Provenance{Engine: *engine, Model: model}
+		m.AIReplyDocuments = make([]tickets.PromptDocument, len(docs))
+		for i, d := range docs {
+			m.AIReplyDocuments[i] = tickets.PromptDocument{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
+		}
+	}
 	m.SenderType, m.AIReplyStatus, m.CustomFields = tickets.SenderType(sender), tickets.AIReplyStatus(reply), fields
 	if mail != nil {
 		m.Mail = mail.facts()

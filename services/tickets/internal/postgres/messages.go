@@ -114,10 +114,15 @@ func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, p ticket
 		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET message = $3,
 			search_config = CASE WHEN $4 THEN $5::regconfig ELSE search_config END,
 			search = CASE WHEN $4 THEN `+searchVector("$5", "$3")+` ELSE search END,
-			ai_reply_text = $6, ai_reply_status = $7, ai_reply_at = $8, custom_fields = $9, updated_at = $10
+			ai_reply_text = $6, ai_reply_status = $7, ai_reply_at = $8, custom_fields = $9, updated_at = $10,
+			ai_reply_engine = CASE WHEN $11 THEN NULL ELSE ai_reply_engine END,
+			ai_reply_model = CASE WHEN $11 THEN NULL ELSE ai_reply_model END,
+			ai_reply_documents = CASE WHEN $11 THEN NULL ELSE ai_reply_documents END
 			WHERE customer_id = $1 AND message_id = $2`,
 			customerID, id, c.Text, c.TextChanged, cfg, replyText, string(c.AIReplyStatus), c.AIReplyAt,
-			[]byte(c.CustomFields), now); err != nil {
+			[]byte(c.CustomFields), now,
+			// A reply an agent wrote or cleared is no engine's any more.
+			c.AIReplyText != m.AIReplyText || c.AIReplyStatus != m.AIReplyStatus); err != nil {
 			return err
 		}
 		return s.addMessageEvent(ctx, tx, contracts.EventMessageUpdated, t, m, lang)
@@ -165,8 +170,9 @@ func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.R
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET ai_reply_text = $3, ai_reply_status = $4,
-			ai_reply_at = coalesce(ai_reply_at, $5), updated_at = $5 WHERE customer_id = $1 AND message_id = $2`,
-			customerID, id, text, string(status), s.now()); err != nil {
+			ai_reply_at = coalesce(ai_reply_at, $5), updated_at = $5, ai_reply_sent_message_id = $6
+			WHERE customer_id = $1 AND message_id = $2`,
+			customerID, id, text, string(status), s.now(), sent.ID); err != nil {
 			return err
 		}
 		if r.EmailChannelID > 0 && r.EmailChannelID == t.ChannelID {

@@ -56,12 +56,19 @@ func upsertTopicNames(ctx context.Context, tx pgx.Tx, customerID int64, names ma
 // a.TopicIDs (kept topics keep their ticketMessageTopicID) and, when the
 // list changed, writes ticket.message.topics-assigned and one
 // topic.action.triggered per active action of each topic it added, in
-// a.Triggered's order.
+// a.Triggered's order. The message remembers the assignment's source; an
+// automatic assignment on a message whose topics were set manually changes
+// nothing and is tickets.ErrManualTopicsKept.
 func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a tickets.TopicAssignment) error {
 	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
+		}
+		if a.Source == tickets.SourceAuto && m.TopicsSource == tickets.SourceManual && len(m.Topics) > 0 {
+			// Decided under the lock: a manual assignment committed while
+			// the assistant was detecting wins.
+			return tickets.ErrManualTopicsKept
 		}
 		if len(a.Names) > 0 {
 			deleted, err := upsertTopicNames(ctx, tx, customerID, a.Names, a.NamesAsOf)
@@ -83,7 +90,14 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 			}
 		}
 		if len(added) == 0 && len(m.Topics) == len(a.TopicIDs) {
-			return nil // the same list: nothing changes, nothing is triggered
+			// The same list: nothing is triggered. An agent putting the
+			// list the assistant chose makes it theirs.
+			if a.Source != m.TopicsSource && len(m.Topics) > 0 {
+				_, err := tx.Exec(ctx, `UPDATE ticket_messages SET topics_source = $3 WHERE customer_id = $1 AND message_id = $2`,
+					customerID, id, a.Source)
+				return err
+			}
+			return nil
 		}
 		now := s.now()
 		keep := a.TopicIDs
@@ -101,8 +115,8 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET updated_at = $3 WHERE customer_id = $1 AND message_id = $2`,
-			customerID, id, now); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET updated_at = $3, topics_source = $4
+			WHERE customer_id = $1 AND message_id = $2`, customerID, id, now, a.Source); err != nil {
 			return err
 		}
 		if err := s.addEvent(ctx, tx, contracts.EventTopicsAssigned, customerID, contracts.TopicsAssigned{

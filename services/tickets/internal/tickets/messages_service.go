@@ -18,8 +18,6 @@ import (
 // Bounds of the message actions.
 const (
 	MaxFeedbackCommentLen = 2000 // characters
-	// MaxPromptDocuments is how many documents a message's prompt gets.
-	MaxPromptDocuments = 5
 )
 
 // MessageStore is the persistence of messages.
@@ -40,14 +38,23 @@ type MessageStore interface {
 
 // Messages validates input and calls the store and the lookups.
 type Messages struct {
-	store MessageStore
-	look  Lookups
-	now   func() time.Time
+	store  MessageStore
+	look   Lookups
+	now    func() time.Time
+	ranker Ranker
 }
 
 // NewMessages returns the message service.
 func NewMessages(store MessageStore, look Lookups, now func() time.Time) *Messages {
 	return &Messages{store: store, look: look, now: now}
+}
+
+// WithRanker makes PromptDocuments rank the documents of a message without
+// a prepared reply with r (the API uses the offline engine: cheap and
+// local). It returns s.
+func (s *Messages) WithRanker(r Ranker) *Messages {
+	s.ranker = r
+	return s
 }
 
 // CreateMessageInput is POST /api/TicketMessages: a message into the
@@ -269,37 +276,9 @@ type PromptDocument struct {
 	DocumentID int64
 	Title      string
 	Content    string
-}
-
-// PromptDocuments returns the documents linked to the message's topics,
-// most relevant first, each once, at most MaxPromptDocuments; none when the
-// message has no topics.
-func (s *Messages) PromptDocuments(ctx context.Context, customerID, id int64) ([]PromptDocument, error) {
-	m, err := s.store.Message(ctx, customerID, id)
-	if err != nil {
-		return nil, err
-	}
-	out := []PromptDocument{}
-	if len(m.Topics) == 0 {
-		return out, nil
-	}
-	ids := make([]int64, len(m.Topics))
-	for i, t := range m.Topics {
-		ids[i] = t.TopicID
-	}
-	docs, err := s.look.TopicDocuments(ctx, customerID, ids, MaxPromptDocuments)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[int64]bool{}
-	for _, d := range docs {
-		if seen[d.DocumentID] || len(out) == MaxPromptDocuments {
-			continue
-		}
-		seen[d.DocumentID] = true
-		out = append(out, PromptDocument{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content})
-	}
-	return out, nil
+	// Score is the document's similarity to the message, in [0, 1] (0
+	// when it was ordered by the links' relevance alone).
+	Score float64
 }
 
 // MessagePatch is a validated JSON merge patch (RFC 7396) of a message.

@@ -1,9 +1,11 @@
 package tickets
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/services/tickets/internal/assistant"
 )
 
 func wantFields(t *testing.T, err error, code apperr.Code, fields ...string) {
@@ -360,26 +363,85 @@ func TestCreateMessageValidation(t *testing.T) {
 	}
 }
 
+// reverseRanker ranks documents in reverse order of id, scoring them by
+// position, deterministically.
+type reverseRanker struct{ calls int }
+
+func (r *reverseRanker) RankDocuments(_ context.Context, text string, docs []assistant.Document) ([]assistant.RankedDocument, assistant.Provenance, error) {
+	r.calls++
+	out := make([]assistant.RankedDocument, len(docs))
+	for i, d := range docs {
+		out[i] = assistant.RankedDocument{Document: d}
+	}
+	slices.SortFunc(out, func(a, b assistant.RankedDocument) int { return cmp.Compare(b.DocumentID, a.DocumentID) })
+	for i := range out {
+		out[i].Score = 1 / float64(i+1)
+	}
+	return out, assistant.Provenance{Engine: "offline", Model: "test"}, nil
+}
+
 func TestPromptDocuments(t *testing.T) {
-	st := &recordingStore{message: Message{Topics: []MessageTopic{{TopicID: 1}, {TopicID: 2}}}}
 	doc := func(id int64) contracts.LinkedDocument {
 		return contracts.LinkedDocument{DocumentID: id, Title: "T", Content: "C"}
 	}
 	look := &fakeLookups{docs: []contracts.LinkedDocument{doc(5), doc(3), doc(5), doc(8), doc(1), doc(2), doc(9)}}
-	docs, err := NewMessages(st, look, time.Now).PromptDocuments(context.Background(), 1, 1)
-	if err != nil {
-		t.Fatal(err)
+	ids := func(res PromptDocumentsResult) []int64 {
+		var out []int64
+		for _, d := range res.Documents {
+			out = append(out, d.DocumentID)
+		}
+		return out
 	}
-	var ids []int64
-	for _, d := range docs {
-		ids = append(ids, d.DocumentID)
+	withTopics := Message{Topics: []MessageTopic{{TopicID: 1}, {TopicID: 2}}, Text: "question"}
+	tests := []struct {
+		name    string
+		message Message
+		ranker  *reverseRanker
+		want    []int64
+		stored  bool
+	}{
+		{name: "no topics", message: Message{}, want: nil},
+		{name: "by relevance without a ranker, each once, at most PromptDocuments", message: withTopics, want: []int64{5, 3, 8}},
+		{name: "re-ranked", message: withTopics, ranker: &reverseRanker{}, want: []int64{9, 8, 5}},
+		{name: "what the prepared reply used", ranker: &reverseRanker{}, stored: true, want: []int64{7},
+			message: Message{Topics: withTopics.Topics, AIReplyProvenance: &assistant.Provenance{Engine: "offline", Model: "m"},
+				AIReplyDocuments: []PromptDocument{{DocumentID: 7, Title: "used", Score: 0.5}}}},
 	}
-	if len(ids) != 5 || ids[0] != 5 || ids[1] != 3 || ids[2] != 8 || ids[3] != 1 || ids[4] != 2 {
-		t.Fatalf("documents %v", ids)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewMessages(&recordingStore{message: tt.message}, look, time.Now)
+			if tt.ranker != nil {
+				s.WithRanker(tt.ranker)
+			}
+			res, err := s.PromptDocuments(context.Background(), 1, 1)
+			if err != nil || res.Documents == nil {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if got := ids(res); !slices.Equal(got, tt.want) || res.Stored != tt.stored {
+				t.Fatalf("documents %v stored %v, want %v %v", got, res.Stored, tt.want, tt.stored)
+			}
+			if tt.stored && tt.ranker.calls != 0 {
+				t.Fatal("a prepared reply's documents were ranked again")
+			}
+		})
 	}
+}
 
-	st.message = Message{}
-	if docs, err = NewMessages(st, look, time.Now).PromptDocuments(context.Background(), 1, 1); err != nil || docs == nil || len(docs) != 0 {
-		t.Fatalf("no topics: %v %v", docs, err)
+func TestSelectPromptDocumentsBudget(t *testing.T) {
+	budget := assistant.PromptTokenBudget * 4
+	d := func(id int64, size int) assistant.RankedDocument {
+		return assistant.RankedDocument{Document: assistant.Document{DocumentID: id, Content: strings.Repeat("é", size)}}
+	}
+	got := SelectPromptDocuments([]assistant.RankedDocument{d(1, budget+100), d(2, 10), d(3, 5)})
+	if len(got) != 1 || got[0].DocumentID != 1 || len([]rune(got[0].Content)) != budget {
+		t.Fatalf("an oversized best document: %d documents, %d characters", len(got), len([]rune(got[0].Content)))
+	}
+	got = SelectPromptDocuments([]assistant.RankedDocument{d(1, budget/2), d(2, budget), d(3, budget/4), d(4, 1), d(5, 1)})
+	var ids []int64
+	for _, g := range got {
+		ids = append(ids, g.DocumentID)
+	}
+	if !slices.Equal(ids, []int64{1, 3, 4}) {
+		t.Fatalf("documents %v, want 1, 3, 4 (2 does not fit; at most %d)", ids, assistant.PromptDocuments)
 	}
 }

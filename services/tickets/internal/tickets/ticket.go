@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/services/tickets/internal/assistant"
 )
 
 // Status is a ticket's state. IsClosed is true exactly when it is Closed.
@@ -164,9 +165,17 @@ type Message struct {
 	AIReplyText     string
 	AIReplyStatus   AIReplyStatus
 	AIReplyAt       *time.Time
-	CustomFields    json.RawMessage
-	IsEscalated     bool
-	Attachments     int
+	// AIReplyProvenance is what prepared the reply (nil when the assistant
+	// did not: none, or written by an agent) and AIReplyDocuments the
+	// prompt documents it was grounded in.
+	AIReplyProvenance *assistant.Provenance
+	AIReplyDocuments  []PromptDocument
+	// TopicsSource says who set the topics: SourceManual, SourceAuto, or
+	// "" while the message never had any.
+	TopicsSource string
+	CustomFields json.RawMessage
+	IsEscalated  bool
+	Attachments  int
 	// Mail is the mail the message was made from (nil for other messages).
 	Mail *MailFacts
 	// Delivery is an agent reply's delivery by mail (nil when it is not

@@ -135,3 +135,7 @@ func PrepareTopics(ctx context.Context, look Lookups, now func() time.Time, cust
 	}
 	return a, nil
 }
+
+// ErrManualTopicsKept is what an automatic assignment gets on a message
+// whose topics were set manually: manual assignment wins, nothing changes.
+var ErrManualTopicsKept = apperr.E(apperr.Conflict, "the message's topics were set manually")

@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/assistant"
+	"supportplatform.dev/services/tickets/internal/tickets"
+)
+
+// SavePreparedReply stores the assistant's reply to a message of the
+// customer with its provenance and prompt documents (status prepared) and
+// writes ticket.message.updated, in one transaction. A message whose reply
+// is already prepared, sent or modified keeps it: false, nothing changes
+// (a redelivered event, or an agent who was quicker). A reply without text
+// is not stored.
+func (s *Store) SavePreparedReply(ctx context.Context, customerID, id int64, r tickets.PreparedReply) (bool, error) {
+	if r.Text == "" {
+		return false, nil
+	}
+	docs := make([]promptDocumentRow, len(r.Documents))
+	for i, d := range r.Documents {
+		docs[i] = promptDocumentRow{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
+	}
+	docsJSON, err := json.Marshal(docs)
+	if err != nil {
+		return false, err
+	}
+	saved := false
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		m, t, err := s.lockMessage(ctx, tx, customerID, id)
+		if err != nil {
+			return err
+		}
+		if m.AIReplyStatus != tickets.AIReplyNone && m.AIReplyStatus != tickets.AIReplyPending {
+			return nil
+		}
+		now := s.now()
+		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET ai_reply_text = $3, ai_reply_status = $4, ai_reply_at = $5,
+			updated_at = $5, ai_reply_engine = $6, ai_reply_model = $7, ai_reply_documents = $8
+			WHERE customer_id = $1 AND message_id = $2`,
+			customerID, id, r.Text, string(tickets.AIReplyPrepared), now, r.Provenance.Engine, r.Provenance.Model, docsJSON); err != nil {
+			return err
+		}
+		saved = true
+		return s.addMessageEvent(ctx, tx, contracts.EventMessageUpdated, t, m, "")
+	})
+	return saved, postgres.Error(err, "message")
+}
+
+// SummaryState reads the customer's ticket's newest message and status and
+// its cached summary.
+func (s *Store) SummaryState(ctx context.Context, customerID, ticketID int64) (tickets.SummaryState, error) {
+	var st tickets.SummaryState
+	var status string
+	var lastID *int64
+	var cachedStatus, text, engine, model *string
+	var created *time.Time
+	err := s.db.QueryRow(ctx, `SELECT t.status,
+		coalesce((SELECT max(m.message_id) FROM ticket_messages m WHERE m.customer_id = t.customer_id AND m.ticket_id = t.ticket_id), 0),
+		s.last_message_id, s.status, s.summary, s.engine, s.model, s.created_at
+		FROM tickets t LEFT JOIN ticket_summaries s ON s.customer_id = t.customer_id AND s.ticket_id = t.ticket_id
+		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, ticketID).
+		Scan(&status, &st.LastMessageID, &lastID, &cachedStatus, &text, &engine, &model, &created)
+	if err != nil {
+		return st, postgres.Error(err, "ticket")
+	}
+	st.Status = tickets.Status(status)
+	if lastID != nil {
+		st.Cached = &tickets.TicketSummary{Text: *text, LastMessageID: *lastID, Status: tickets.Status(*cachedStatus),
+			Provenance: assistant.Provenance{Engine: *engine, Model: *model}, CreatedAt: *created}
+	}
+	return st, nil
+}
+
+// SaveSummary caches a ticket's summary, unless one of a newer message is
+// cached already (two requests computing at once: the newer one stays). A
+// ticket deleted meanwhile is not an error.
+func (s *Store) SaveSummary(ctx context.Context, customerID, ticketID int64, sum tickets.TicketSummary) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO ticket_summaries AS s (customer_id, ticket_id, last_message_id, status, summary,
+		engine, model, created_at)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM tickets WHERE customer_id = $1 AND ticket_id = $2)
+		ON CONFLICT (customer_id, ticket_id) DO UPDATE SET last_message_id = EXCLUDED.last_message_id,
+			status = EXCLUDED.status, summary = EXCLUDED.summary, engine = EXCLUDED.engine, model = EXCLUDED.model,
+			created_at = EXCLUDED.created_at
+		WHERE s.last_message_id <= EXCLUDED.last_message_id`,
+		customerID, ticketID, sum.LastMessageID, string(sum.Status), sum.Text, sum.Provenance.Engine, sum.Provenance.Model,
+		sum.CreatedAt)
+	return postgres.Error(err, "ticket")
+}
+
+// FeedbackReport counts, per engine and model, the customer's replies the
+// assistant prepared within the window (by ai_reply_at): how many, how
+// many were sent as prepared or modified, the escalation comments on the
+// messages they answer, and the dislikes of those messages and of the
+// replies sent.
+func (s *Store) FeedbackReport(ctx context.Context, customerID int64, w tickets.FeedbackWindow) ([]tickets.EngineFeedback, error) {
+	out, err := postgres.Collect(ctx, s.db, "message", `SELECT m.ai_reply_engine, coalesce(m.ai_reply_model, ''),
+		count(*),
+		count(*) FILTER (WHERE m.ai_reply_status = 'sent'),
+		count(*) FILTER (WHERE m.ai_reply_status = 'modified'),
+		coalesce(sum((SELECT count(*) FROM feedback_comments f
+			WHERE f.customer_id = m.customer_id AND f.message_id = m.message_id)), 0),
+		coalesce(sum((SELECT count(*) FROM message_votes v WHERE v.customer_id = m.customer_id AND v.vote = 'dislike'
+			AND (v.message_id = m.message_id OR v.message_id = m.ai_reply_sent_message_id))), 0)
+		FROM ticket_messages m
+		WHERE m.customer_id = $1 AND m.ai_reply_engine IS NOT NULL
+			AND ($2::timestamptz IS NULL OR m.ai_reply_at >= $2) AND ($3::timestamptz IS NULL OR m.ai_reply_at < $3)
+		GROUP BY 1, 2 ORDER BY 1, 2`,
+		func(row pgx.Row) (tickets.EngineFeedback, error) {
+			var f tickets.EngineFeedback
+			err := row.Scan(&f.Engine, &f.Model, &f.Prepared, &f.SentAsPrepared, &f.Modified, &f.Escalations, &f.Dislikes)
+			return f, err
+		}, customerID, w.From, w.Before)
+	if out == nil {
+		out = []tickets.EngineFeedback{}
+	}
+	return out, err
+}
