@@ -15,6 +15,8 @@ import (
 	"supportplatform.dev/ai/mt"
 	"supportplatform.dev/ai/openai"
 	"supportplatform.dev/services/tickets/internal/assistant"
+	"supportplatform.dev/services/tickets/internal/assistant/llm"
+	"supportplatform.dev/services/tickets/internal/assistant/offline"
 )
 
 // Config is the AI configuration, embedded in a binary's Config. The
@@ -48,31 +50,23 @@ func (c Config) Client() *openai.Client {
 		Timeout: c.AITimeout, MaxRetries: c.AIMaxRetries})
 }
 
-// New returns the configured engine. translator (may be nil) writes a
-// reply in a language the engine cannot write itself.
-//
-// LEAD: replace the body once packages offline and llm are merged (their
-// APIs on main as of e354499):
-//
-//	off := offline.New(offline.Options{Translator: translator})
-//	client := cfg.Client()
-//	if !client.Configured() {
-//		return off, nil
-//	}
-//	return llm.New(llm.Options{Client: client, EmbeddingModel: cfg.AIEmbeddingModel, Fallback: off, Log: log}), nil
+// New returns the configured engine: the OpenAI-compatible server with
+// the offline engine as its fallback when AI_BASE_URL and AI_MODEL are set,
+// the offline engine otherwise. translator (may be nil) lets the offline
+// engine read and write languages other than its documents'.
 func New(cfg Config, translator mt.Translator, log *slog.Logger) (assistant.Engine, error) {
-	_, _ = cfg, log
-	return Offline(translator)
+	off, err := Offline(translator)
+	if err != nil {
+		return nil, err
+	}
+	client := cfg.Client()
+	if !client.Configured() {
+		return off, nil
+	}
+	return llm.New(llm.Options{Client: client, EmbeddingModel: cfg.AIEmbeddingModel, Fallback: off, Log: log}), nil
 }
 
 // Offline returns the offline engine (deterministic, no network).
-//
-// LEAD: replace the stand-in with
-//
-//	return offline.New(offline.Options{Translator: translator}), nil
-//
-// and delete standin.go.
 func Offline(translator mt.Translator) (assistant.Engine, error) {
-	_ = translator
-	return standIn{}, nil
+	return offline.New(offline.Options{Translator: translator}), nil
 }
