@@ -154,3 +154,29 @@ func messageToReply(ctx context.Context, e *benchEnv) ([]string, error) {
 	}
 	return []string{line}, nil
 }
+
+// assistantEvalCase prints the offline engine's topic accuracy and
+// prompt-document recall on the evaluation set of the tickets module
+// (`assistant eval`; targets top-1 >= 0.7, recall@3 >= 0.8).
+func assistantEvalCase() *benchCase {
+	return &benchCase{
+		Name: "assistant-eval", Needs: []string{"assistant"},
+		Note: "the offline engine on the evaluation set (services/tickets/internal/assistant/eval: 10 topics, 90 messages in en/es/fr/de): " +
+			"topic accuracy top-1/top-3 and prompt-document recall@3; targets top-1 >= 0.7, recall@3 >= 0.8",
+		Latency: func(ctx context.Context, e *benchEnv) ([]string, error) {
+			out, err := e.Stack.Command(ctx, "assistant", "eval").CombinedOutput()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if err != nil {
+				return lines, fmt.Errorf("assistant eval: %w", err)
+			}
+			var top1, top3, recall float64
+			if _, err := fmt.Sscanf(lines[0], "all  top-1 %f  top-3 %f  recall@3 %f", &top1, &top3, &recall); err != nil {
+				return lines, fmt.Errorf("assistant eval: unexpected output %q", lines[0])
+			}
+			if top1 < 0.7 || recall < 0.8 {
+				return lines, fmt.Errorf("targets missed: top-1 %.3f (>= 0.7), recall@3 %.3f (>= 0.8)", top1, recall)
+			}
+			return lines, nil
+		},
+	}
+}

@@ -185,6 +185,7 @@ func benchCases() []*benchCase {
 		mailNotifyCase(),
 		mailToTicketCase(),
 		messageToReplyCase(),
+		assistantEvalCase(),
 	}
 	cases = append(cases, ticketCases()...)
 	return append(cases, &benchCase{

@@ -7,6 +7,7 @@
 //
 //	assistant            serve
 //	assistant migrate    apply the tickets migrations and exit
+//	assistant eval       print the offline engine's figures on the evaluation set (make bench)
 package main
 
 import (
@@ -20,9 +21,11 @@ import (
 	"time"
 
 	"supportplatform.dev/ai/apertium"
+	"supportplatform.dev/ai/mt"
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
 	"supportplatform.dev/services/tickets/internal/assistant/engines"
+	"supportplatform.dev/services/tickets/internal/assistant/eval"
 	"supportplatform.dev/services/tickets/internal/assistant/worker"
 	"supportplatform.dev/services/tickets/internal/lookup"
 	"supportplatform.dev/services/tickets/internal/postgres"
@@ -58,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := cfg.check(); err != nil {
 		return err
 	}
-	cmd, err := boot.Command(args)
+	cmd, err := boot.Command(args, "eval")
 	if err != nil {
 		return err
 	}
@@ -68,13 +71,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
 	}
+	translator := apertium.New(apertium.Config{Command: cfg.ApertiumCommand, DataDir: cfg.ApertiumDataDir,
+		Timeout: cfg.ApertiumTimeout, MaxProcesses: cfg.ApertiumMaxProcs})
+	if cmd == "eval" {
+		return evaluate(ctx, translator, stdout)
+	}
 	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	translator := apertium.New(apertium.Config{Command: cfg.ApertiumCommand, DataDir: cfg.ApertiumDataDir,
-		Timeout: cfg.ApertiumTimeout, MaxProcesses: cfg.ApertiumMaxProcs})
 	engine, err := newEngine(cfg, translator, deps.Log)
 	if err != nil {
 		return err
@@ -114,4 +120,23 @@ func (c Config) check() error {
 	// the budget every upstream call is held to.
 	errs = append(errs, c.Config.Check(c.RequestTimeout))
 	return errors.Join(errs...)
+}
+
+// evaluate runs the offline engine on the evaluation set of package eval
+// and prints its topic accuracy and prompt-document recall (make bench);
+// it needs no database or NATS.
+func evaluate(ctx context.Context, translator mt.Translator, stdout io.Writer) error {
+	set, err := eval.Load()
+	if err != nil {
+		return err
+	}
+	engine, err := engines.Offline(translator)
+	if err != nil {
+		return err
+	}
+	res, err := eval.Evaluate(ctx, engine, set)
+	if err != nil {
+		return err
+	}
+	return res.Write(stdout)
 }
