@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -80,4 +81,18 @@ func (b *Backends) Messages(t testing.TB, stream, subject string) [][]byte {
 		out = append(out, m.Data)
 		seq = m.Sequence + 1
 	}
+}
+
+// Events returns the data of the customer's events of a type on EVENTS
+// that match, oldest first.
+func Events[T any](t testing.TB, b *Backends, typ string, customerID int64, match func(T) bool) []T {
+	t.Helper()
+	var out []T
+	for _, data := range b.Messages(t, contracts.StreamEvents, contracts.EventSubject(typ)) {
+		var ev contracts.Event[T]
+		if json.Unmarshal(data, &ev) == nil && ev.CustomerID == customerID && match(ev.Data) {
+			out = append(out, ev.Data)
+		}
+	}
+	return out
 }

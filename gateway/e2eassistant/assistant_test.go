@@ -1,7 +1,6 @@
 package e2eassistant
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -150,17 +149,10 @@ func topicIDs(m messageBody) []int64 {
 	return out
 }
 
-// events returns the data of the customer's events of a type that match.
+// events is e2e.Events on the suite's backends.
 func events[T any](t *testing.T, typ string, customerID int64, match func(T) bool) []T {
 	t.Helper()
-	var out []T
-	for _, data := range backends.Messages(t, contracts.StreamEvents, contracts.EventSubject(typ)) {
-		var ev contracts.Event[T]
-		if json.Unmarshal(data, &ev) == nil && ev.CustomerID == customerID && match(ev.Data) {
-			out = append(out, ev.Data)
-		}
-	}
-	return out
+	return e2e.Events(t, backends, typ, customerID, match)
 }
 
 // An end user's question gets its topic, its prompt documents and a reply

@@ -2,7 +2,6 @@ package e2etickets
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -132,16 +131,7 @@ func msgCount(t *testing.T, table string, customerID int64) int {
 func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, match func(T) bool) []T {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	read := func() []T {
-		var out []T
-		for _, data := range backends.Messages(t, contracts.StreamEvents, contracts.EventSubject(typ)) {
-			var ev contracts.Event[T]
-			if json.Unmarshal(data, &ev) == nil && ev.CustomerID == customerID && match(ev.Data) {
-				out = append(out, ev.Data)
-			}
-		}
-		return out
-	}
+	read := func() []T { return e2e.Events(t, backends, typ, customerID, match) }
 	for {
 		out := read()
 		if len(out) >= want {

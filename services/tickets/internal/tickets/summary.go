@@ -193,26 +193,37 @@ func splitSentences(text string) []string {
 		if line == "" || strings.HasPrefix(line, ">") || isReplyHeader(line) {
 			continue
 		}
-		start := 0
-		rs := []rune(line)
-		for i := 0; i < len(rs); i++ {
-			if !strings.ContainsRune(".!?", rs[i]) {
-				continue
-			}
-			// The end of a run of punctuation followed by a space or the end.
-			j := i
-			for j+1 < len(rs) && strings.ContainsRune(".!?", rs[j+1]) {
-				j++
-			}
-			if j+1 == len(rs) || unicode.IsSpace(rs[j+1]) {
-				out = appendSentence(out, string(rs[start:j+1]))
-				start = j + 1
-			}
-			i = j
+		for _, sentence := range LineSentences(line) {
+			out = appendSentence(out, sentence)
 		}
-		if start < len(rs) {
-			out = appendSentence(out, string(rs[start:]))
+	}
+	return out
+}
+
+// LineSentences splits one line of text into sentences: at a run of . ! ?
+// followed by a space or the line's end. The sentences keep their
+// punctuation and may have surrounding spaces.
+func LineSentences(line string) []string {
+	var out []string
+	rs := []rune(line)
+	start := 0
+	for i := 0; i < len(rs); i++ {
+		if !strings.ContainsRune(".!?", rs[i]) {
+			continue
 		}
+		// The end of a run of punctuation followed by a space or the end.
+		j := i
+		for j+1 < len(rs) && strings.ContainsRune(".!?", rs[j+1]) {
+			j++
+		}
+		if j+1 == len(rs) || unicode.IsSpace(rs[j+1]) {
+			out = append(out, string(rs[start:j+1]))
+			start = j + 1
+		}
+		i = j
+	}
+	if start < len(rs) {
+		out = append(out, string(rs[start:]))
 	}
 	return out
 }

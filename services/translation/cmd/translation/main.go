@@ -31,11 +31,7 @@ type Config struct {
 	Providers        string        `env:"TRANSLATION_PROVIDERS" default:"apertium,libretranslate,openai" desc:"engines in order of preference; the first that serves a language pair is used, the next on failure"`
 	CacheTTL         time.Duration `env:"TRANSLATION_CACHE_TTL" default:"168h" desc:"how long translations stay cached in Redis"`
 	CustomerCacheTTL time.Duration `env:"TRANSLATION_CUSTOMER_CACHE_TTL" default:"30s" desc:"how long a customer's existence is cached (a deleted customer gets 404 after at most this)"`
-	AIBaseURL        string        `env:"AI_BASE_URL" default:"" desc:"OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1 for Ollama); empty = LLM engine off"`
-	AIAPIKey         string        `env:"AI_API_KEY" default:"" desc:"API key of the OpenAI-compatible server (optional for local servers)"`
-	AIModel          string        `env:"AI_MODEL" default:"" desc:"chat model name; empty = LLM engine off"`
-	AITimeout        time.Duration `env:"AI_TIMEOUT" default:"15s" desc:"timeout of one LLM request attempt; must be below REQUEST_TIMEOUT"`
-	AIMaxRetries     int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After; a retry that cannot get 2s before the request's deadline is not made"`
+	openai.Settings
 	LibreURL         string        `env:"LIBRETRANSLATE_URL" default:"" desc:"LibreTranslate base URL; empty = off"`
 	LibreAPIKey      string        `env:"LIBRETRANSLATE_API_KEY" default:"" desc:"LibreTranslate API key"`
 	LibreTimeout     time.Duration `env:"LIBRETRANSLATE_TIMEOUT" default:"30s" desc:"timeout of one LibreTranslate request; must be below REQUEST_TIMEOUT"`
@@ -62,8 +58,7 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 	if err := cfg.checkBudget(); err != nil {
 		return err
 	}
-	llm := openai.New(openai.Config{BaseURL: cfg.AIBaseURL, APIKey: cfg.AIAPIKey, Model: cfg.AIModel,
-		Timeout: cfg.AITimeout, MaxRetries: cfg.AIMaxRetries})
+	llm := cfg.Client()
 	providers, err := translate.OrderProviders(cfg.Providers,
 		apertium.New(apertium.Config{Command: cfg.ApertiumCommand, DataDir: cfg.ApertiumDataDir,
 			Timeout: cfg.ApertiumTimeout, MaxProcesses: cfg.ApertiumMaxProcs}),

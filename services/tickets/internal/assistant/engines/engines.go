@@ -22,12 +22,8 @@ import (
 // Config is the AI configuration, embedded in a binary's Config. The
 // names and meanings are translation's (README).
 type Config struct {
-	AIBaseURL        string        `env:"AI_BASE_URL" default:"" desc:"OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1 for Ollama); empty = LLM engine off"`
-	AIAPIKey         string        `env:"AI_API_KEY" default:"" desc:"API key of the OpenAI-compatible server (optional for local servers)"`
-	AIModel          string        `env:"AI_MODEL" default:"" desc:"chat model name; empty = LLM engine off"`
-	AITimeout        time.Duration `env:"AI_TIMEOUT" default:"15s" desc:"timeout of one LLM request attempt; must be below REQUEST_TIMEOUT"`
-	AIMaxRetries     int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After; a retry that cannot get 2s before the request's deadline is not made"`
-	AIEmbeddingModel string        `env:"AI_EMBEDDING_MODEL" default:"" desc:"embedding model of the OpenAI-compatible server (/v1/embeddings) for document ranking and topic detection; empty = the LLM engine ranks with the offline engine's BM25"`
+	openai.Settings
+	AIEmbeddingModel string `env:"AI_EMBEDDING_MODEL" default:"" desc:"embedding model of the OpenAI-compatible server (/v1/embeddings) to re-rank prompt documents (averaged with BM25); empty = the LLM engine ranks with the offline engine's BM25"`
 }
 
 // Check refuses an attempt timeout that does not fit in the budget of the
@@ -41,13 +37,6 @@ func (c Config) Check(budget time.Duration) error {
 		errs = append(errs, fmt.Errorf("config: AI_MAX_RETRIES (%d) must not be negative", c.AIMaxRetries))
 	}
 	return errors.Join(errs...)
-}
-
-// Client is the OpenAI-compatible client of the configuration; its
-// Configured is false without AI_BASE_URL and AI_MODEL.
-func (c Config) Client() *openai.Client {
-	return openai.New(openai.Config{BaseURL: c.AIBaseURL, APIKey: c.AIAPIKey, Model: c.AIModel,
-		Timeout: c.AITimeout, MaxRetries: c.AIMaxRetries})
 }
 
 // New returns the configured engine: the OpenAI-compatible server with

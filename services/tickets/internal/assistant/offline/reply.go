@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"supportplatform.dev/services/tickets/internal/tickets"
 
 	"supportplatform.dev/ai/langcode"
 	"supportplatform.dev/ai/langdetect"
@@ -226,24 +227,8 @@ func normaliseLang(l string) string {
 func splitSentences(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
-		rs := []rune(strings.TrimSpace(line))
-		start := 0
-		for i := 0; i < len(rs); i++ {
-			if !strings.ContainsRune(".!?", rs[i]) {
-				continue
-			}
-			j := i
-			for j+1 < len(rs) && strings.ContainsRune(".!?", rs[j+1]) {
-				j++
-			}
-			if j+1 == len(rs) || unicode.IsSpace(rs[j+1]) {
-				out = appendSentence(out, string(rs[start:j+1]))
-				start = j + 1
-			}
-			i = j
-		}
-		if start < len(rs) {
-			out = appendSentence(out, string(rs[start:]))
+		for _, sentence := range tickets.LineSentences(line) {
+			out = appendSentence(out, sentence)
 		}
 	}
 	return out
