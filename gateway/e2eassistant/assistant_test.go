@@ -173,7 +173,12 @@ func TestReplyPreparedAndSentAsIs(t *testing.T) {
 	if !slices.Contains(topicIDs(got), w.topics["invoices"]) || slices.Contains(topicIDs(got), w.topics["password"]) {
 		t.Fatalf("topics %+v", got.Topics)
 	}
-	assigned := events(t, contracts.EventTopicsAssigned, w.tn.CustomerID, func(d contracts.TopicsAssigned) bool { return d.MessageID == m.MessageID })
+	// The event goes through the outbox: it may follow the API's answer.
+	var assigned []contracts.TopicsAssigned
+	e2e.Eventually(t, 10*time.Second, "topics-assigned", func() bool {
+		assigned = events(t, contracts.EventTopicsAssigned, w.tn.CustomerID, func(d contracts.TopicsAssigned) bool { return d.MessageID == m.MessageID })
+		return len(assigned) > 0
+	})
 	if len(assigned) != 1 || assigned[0].Source != "auto" {
 		t.Fatalf("topics-assigned %+v", assigned)
 	}
