@@ -1,7 +1,9 @@
 package langdetect
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"unicode"
 
 	"github.com/abadojack/whatlanggo"
@@ -18,6 +20,15 @@ type Candidate struct {
 	Score float64
 }
 
+// marks are signs that, among the languages with common words, only one writes: Spanish
+// opens questions and exclamations upside down, Catalan writes the "l·l" of "cel·la", Portuguese
+// nasal vowels carry a tilde.
+var marks = map[string][]string{
+	"es": {"¿", "¡", "ñ"},
+	"ca": {"l·l"},
+	"pt": {"ã", "õ"},
+}
+
 // maxTrigramCandidates bounds how many languages the trigram ranking contributes when the caller
 // names none: every further rank costs one more pass over the script's profiles.
 const maxTrigramCandidates = 6
@@ -31,9 +42,10 @@ const maxTrigramCandidates = 6
 // far down. Otherwise the likeliest few are returned. The first candidate is DetectText's answer
 // whenever that answer is a candidate at all, so that both functions agree on the best guess.
 //
-// A score mixes three kinds of evidence: the rank of the language in the trigram ranking (worth
-// up to 0.4), its share of the text's common support words (up to 0.4) and being DetectText's
-// answer (0.2 times its confidence plus 0.1).
+// A score mixes four kinds of evidence: the rank of the language in the trigram ranking (worth
+// up to 0.4), its share of the text's common support words (up to 0.4, or 0.8 for a language
+// the trigram profiles lack), signs only it writes (0.3: "¿", "l·l", "ã") and being
+// DetectText's answer (0.2 times its confidence plus 0.1). Scores are capped at 1.
 func DetectCandidates(text string, among ...string) []Candidate {
 	best := DetectText(text)
 	if best.Lang == "" {
@@ -68,7 +80,18 @@ func DetectCandidates(text string, among ...string) []Candidate {
 	}
 	for lang, n := range hits {
 		if allowed(lang) && top > 0 {
-			score[lang] += 0.4 * float64(n) / float64(top)
+			w := 0.4
+			if _, ok := profileLang(lang); !ok {
+				// A language the trigram profiles lack (Catalan) is judged on its words alone.
+				w = 0.8
+			}
+			score[lang] += w * float64(n) / float64(top)
+		}
+	}
+	lower := strings.ToLower(text)
+	for lang, signs := range marks {
+		if allowed(lang) && slices.ContainsFunc(signs, func(m string) bool { return strings.Contains(lower, m) }) {
+			score[lang] += 0.3
 		}
 	}
 	if allowed(best.Lang) {
