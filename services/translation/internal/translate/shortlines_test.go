@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"supportplatform.dev/ai/mt"
@@ -148,5 +149,50 @@ func TestShortSupportLines(t *testing.T) {
 				t.Fatalf("Translate(%q) = %q, %v; want it to contain %q", tt.text, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// modelEngine stands for an LLM engine: it serves every pair and counts its calls.
+type modelEngine struct{ calls atomic.Int32 }
+
+func (m *modelEngine) Name() string                                    { return "model" }
+func (m *modelEngine) Supports(context.Context, mt.Pair) (bool, error) { return true, nil }
+func (m *modelEngine) Translate(_ context.Context, p mt.Pair, texts []string) ([]string, error) {
+	m.calls.Add(1)
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = "[" + p.Target + "] " + t
+	}
+	return out, nil
+}
+
+// TestApertiumPivotBeforeTheModel is the gateway's configuration (apertium,openai): Catalan and
+// Spanish go through English with Apertium, and the short text is read as English by
+// Apertium, without asking the model.
+func TestApertiumPivotBeforeTheModel(t *testing.T) {
+	model := &modelEngine{}
+	svc := translate.New(translate.Config{Providers: []mt.Translator{realApertium(t), model}})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req  translate.Request
+		want string
+	}{
+		{translate.Request{SourceText: "Moltes gràcies per la vostra ajuda", TargetLang: "es"}, "gracias"},
+		{translate.Request{SourceText: "Muchas gracias.\n\nMi pedido no ha llegado.", TargetLang: "cat"}, "<p>gràcies"},
+		{translate.Request{SourceText: "Line one.\n\nLine <two>.", TargetLang: "es"}, "</p>\n<p>línea &lt;dos&gt;.</p>"},
+		{translate.Request{SourceText: "Hello", SourceLang: "eng", TargetLang: "ca"}, "hola"},
+	} {
+		tc.req.CustomerID = customer
+		call := svc.Translate
+		if strings.Contains(tc.req.SourceText, "\n") {
+			call = svc.TranslateToHTML
+		}
+		got, err := call(ctx, tc.req)
+		if err != nil || !strings.Contains(strings.ToLower(got), tc.want) {
+			t.Fatalf("%+v = %q, %v; want %q", tc.req, got, err, tc.want)
+		}
+	}
+	if n := model.calls.Load(); n != 0 {
+		t.Fatalf("the model was asked %d times", n)
 	}
 }
