@@ -81,6 +81,8 @@ func TestTranslateErrors(t *testing.T) {
 		{"unknown code", map[string]string{"sourceText": "hello", "targetLang": "xx"}, 400, "targetLang"},
 		{"reserved code", map[string]string{"sourceText": "hello", "targetLang": "qaa"}, 400, "targetLang"},
 		{"not a code", map[string]string{"sourceText": "hello", "targetLang": "english"}, 400, "targetLang"},
+		{"unknown sourceLang", map[string]string{"sourceText": "hello", "sourceLang": "xx", "targetLang": "es"}, 400, "sourceLang"},
+		{"sourceLang not a string", `{"sourceText": "hello", "sourceLang": 7, "targetLang": "es"}`, 400, "sourceLang"},
 		{"too long", map[string]string{"sourceText": strings.Repeat("a", 10_001), "targetLang": "es"}, 400, "sourceText"},
 		{"number", `{"sourceText": 42, "targetLang": "es"}`, 400, "sourceText"},
 		{"malformed", `{"sourceText": "hi"`, 400, ""},
@@ -109,6 +111,61 @@ func TestTranslateErrors(t *testing.T) {
 	p := resp.Problem(t)
 	if resp.Status != http.StatusInternalServerError || strings.Contains(resp.String(), "crashed") || p.RequestID == "" {
 		t.Fatalf("provider failure: %d %s", resp.Status, resp.Body)
+	}
+}
+
+// Apertium has no Catalan-Spanish pair here, only eng-cat and eng-spa both ways: the service
+// goes through English with Apertium rather than hand the pair to the model, and says nothing of
+// the pivot.
+func TestTranslatePivot(t *testing.T) {
+	tok := client(t).Login(demo.Email, demo.Password)
+	before := llm.calls.Load()
+	cases := []struct {
+		name string
+		body map[string]string
+		want string
+	}{
+		{"ca->es", map[string]string{"sourceText": "Moltes gràcies per la vostra ajuda", "targetLang": "es"}, "gracias"},
+		{"es->ca", map[string]string{"sourceText": "Muchas gracias por su ayuda", "targetLang": "ca"}, "gràcies"},
+		{"es->ca as HTML", map[string]string{"sourceText": "Muchas gracias.\n\nMi pedido no ha llegado.", "targetLang": "cat"}, "gràcies"},
+	}
+	for _, tc := range cases {
+		path := "/api/Translations/translate"
+		if strings.HasSuffix(tc.name, "HTML") {
+			path = "/api/Translations/translate-to-html"
+		}
+		resp, out := translate(t, path, tok, tc.body)
+		if resp.Status != http.StatusOK || !strings.Contains(strings.ToLower(out), tc.want) || strings.Contains(out, "[") {
+			t.Fatalf("%s: %d %q, want Apertium's translation containing %q", tc.name, resp.Status, resp.Body, tc.want)
+		}
+		if strings.Contains(strings.ToLower(out), "english") || strings.Contains(out, "pivot") {
+			t.Fatalf("%s: the answer mentions the pivot: %q", tc.name, out)
+		}
+	}
+	if n := llm.calls.Load() - before; n != 0 {
+		t.Fatalf("the model was called %d times; Apertium serves these pairs through English", n)
+	}
+}
+
+func TestTranslateShortTexts(t *testing.T) {
+	tok := client(t).Login(demo.Email, demo.Password)
+	// The issue's example: detected as Italian, which nothing translates to Spanish, it was refused.
+	resp, out := translate(t, "/api/Translations/translate-to-html", tok, map[string]string{
+		"sourceText": "Line one.\n\nLine <two>.", "targetLang": "es"})
+	if resp.Status != http.StatusOK || strings.Count(out, "<p>") != 2 || !strings.Contains(strings.ToLower(out), "línea") ||
+		!strings.Contains(out, "&lt;") {
+		t.Fatalf("short plain text to html: %d %q", resp.Status, resp.Body)
+	}
+	// A given source language is used as is: "Hello" is English whatever a detector says.
+	resp, out = translate(t, "/api/Translations/translate", tok, map[string]string{
+		"sourceText": "Hello", "sourceLang": "eng", "targetLang": "ca"})
+	if resp.Status != http.StatusOK || !strings.Contains(strings.ToLower(out), "hola") {
+		t.Fatalf("sourceLang given: %d %q", resp.Status, resp.Body)
+	}
+	// The same text declared Spanish and asked in Spanish comes back unchanged.
+	if resp, out := translate(t, "/api/Translations/translate", tok, map[string]string{
+		"sourceText": "Hello", "sourceLang": "es", "targetLang": "spa"}); resp.Status != http.StatusOK || out != "Hello" {
+		t.Fatalf("sourceLang equal to targetLang: %d %q", resp.Status, resp.Body)
 	}
 }
 

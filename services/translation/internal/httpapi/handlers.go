@@ -11,12 +11,13 @@ import (
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/httpserver"
+	"supportplatform.dev/services/translation/internal/translate"
 )
 
 // Translator is the domain as the handlers use it.
 type Translator interface {
-	Translate(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error)
-	TranslateToHTML(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error)
+	Translate(ctx context.Context, req translate.Request) (string, error)
+	TranslateToHTML(ctx context.Context, req translate.Request) (string, error)
 	DetectLanguage(ctx context.Context, country, state, city string) (string, error)
 }
 
@@ -41,6 +42,8 @@ func New(svc Translator, customers Customers, s *httpserver.Server) *Handlers {
 // or object is a 400 naming the field.
 type translateRequest struct {
 	SourceText string `json:"sourceText"`
+	// SourceLang is optional: without it the language is detected.
+	SourceLang string `json:"sourceLang"`
 	TargetLang string `json:"targetLang"`
 }
 
@@ -52,7 +55,7 @@ func (h *Handlers) translateToHTML(c *gin.Context) error {
 	return h.doTranslate(c, h.svc.TranslateToHTML)
 }
 
-func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, customerID int64, text, lang string) (string, error)) error {
+func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, req translate.Request) (string, error)) error {
 	var req translateRequest
 	if err := httpserver.BindJSON(c, &req); err != nil {
 		return err
@@ -61,7 +64,8 @@ func (h *Handlers) doTranslate(c *gin.Context, fn func(ctx context.Context, cust
 	if err != nil {
 		return err
 	}
-	out, err := fn(c.Request.Context(), customerID, req.SourceText, req.TargetLang)
+	out, err := fn(c.Request.Context(), translate.Request{CustomerID: customerID, SourceText: req.SourceText,
+		SourceLang: req.SourceLang, TargetLang: req.TargetLang})
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func TestApertiumEndToEnd(t *testing.T) {
 	ctx := context.Background()
 
 	for _, target := range []string{"es", "spa"} {
-		got, err := svc.Translate(ctx, customer, "The house is big", target)
+		got, err := svc.Translate(ctx, translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: target})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,12 +66,12 @@ func TestApertiumEndToEnd(t *testing.T) {
 		}
 	}
 
-	got, err := svc.Translate(ctx, customer, "Hello", "es")
+	got, err := svc.Translate(ctx, translate.Request{CustomerID: customer, SourceText: "Hello", TargetLang: "es"})
 	if err != nil || !strings.Contains(got, "Hola") {
 		t.Fatalf("Translate(Hello) = %q, %v", got, err)
 	}
 
-	html, err := svc.TranslateToHTML(ctx, customer, `<p onclick="x()">Hello <b>friend</b></p><script>alert(1)</script><p>The house is big.</p>`, "es")
+	html, err := svc.TranslateToHTML(ctx, translate.Request{CustomerID: customer, SourceText: `<p onclick="x()">Hello <b>friend</b></p><script>alert(1)</script><p>The house is big.</p>`, TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestApertiumEndToEnd(t *testing.T) {
 		}
 	}
 
-	paras, err := svc.TranslateToHTML(ctx, customer, "Hello.\n\nThe house is big & old.", "es")
+	paras, err := svc.TranslateToHTML(ctx, translate.Request{CustomerID: customer, SourceText: "Hello.\n\nThe house is big & old.", TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestApertiumEndToEnd(t *testing.T) {
 
 func TestApertiumUnsupportedPair(t *testing.T) {
 	svc := translate.New(translate.Config{Providers: []mt.Translator{realApertium(t)}})
-	_, err := svc.Translate(context.Background(), customer, "The house is big", "xho")
+	_, err := svc.Translate(context.Background(), translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: "xho"})
 	var de *apperr.Error
 	if !errors.As(err, &de) || !errors.Is(err, mt.ErrUnsupportedPair) || de.Message != "no translation provider serves en->xh" {
 		t.Fatalf("error = %v, want the unsupported-pair error naming en->xh", err)
@@ -137,11 +137,11 @@ func TestChainOfRealEngines(t *testing.T) {
 	ctx := context.Background()
 
 	// en->es: Apertium has it, the model is not asked.
-	if got, err := svc.Translate(ctx, customer, "The house is big", "es"); err != nil || !strings.Contains(got, "casa") {
+	if got, err := svc.Translate(ctx, translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: "es"}); err != nil || !strings.Contains(got, "casa") {
 		t.Fatalf("en->es = %q, %v", got, err)
 	}
 	// en->de: Apertium lacks it, the model serves it.
-	if got, err := svc.Translate(ctx, customer, "The house is big", "de"); err != nil || got != "Das Haus ist groß" {
+	if got, err := svc.Translate(ctx, translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: "de"}); err != nil || got != "Das Haus ist groß" {
 		t.Fatalf("en->de = %q, %v", got, err)
 	}
 	if ap.calls.Load() != 1 || llmCalls.Load() != 1 {
@@ -163,7 +163,7 @@ func TestBrokenApertiumFallsBackToTheModel(t *testing.T) {
 	broken := apertium.New(apertium.Config{Command: dir + "/apertium", DataDir: dir})
 	client, llmCalls := germanModel(t)
 	svc := translate.New(translate.Config{Providers: []mt.Translator{broken, llmtranslate.New(client, llmtranslate.Config{})}})
-	got, err := svc.Translate(context.Background(), customer, "The house is big", "de")
+	got, err := svc.Translate(context.Background(), translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: "de"})
 	if err != nil || got != "Das Haus ist groß" || llmCalls.Load() != 1 {
 		t.Fatalf("Translate = %q, %v with %d model calls; want the model's answer", got, err, llmCalls.Load())
 	}
@@ -191,18 +191,18 @@ func TestRedisCachedTranslation(t *testing.T) {
 
 	ap := &countingEngine{Translator: realApertium(t)}
 	svc := translate.New(translate.Config{Providers: []mt.Translator{ap}, Cache: rediscache.New(rdb, prefix), CacheTTL: time.Minute})
-	first, err := svc.Translate(ctx, customer, "The house is big", "es")
+	first, err := svc.Translate(ctx, translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := svc.Translate(ctx, customer, "The house is big", "es")
+	second, err := svc.Translate(ctx, translate.Request{CustomerID: customer, SourceText: "The house is big", TargetLang: "es"})
 	if err != nil || second != first {
 		t.Fatalf("second = %q, %v; want %q", second, err, first)
 	}
 	if ap.calls.Load() != 1 {
 		t.Fatalf("apertium ran %d times, want 1", ap.calls.Load())
 	}
-	key := prefix + translate.CacheKey(customer, "The house is big", "es", translate.ModePlain)
+	key := prefix + translate.CacheKey(customer, "The house is big", "", "es", translate.ModePlain)
 	if val, err := rdb.Get(ctx, key).Result(); err != nil || val != first {
 		t.Fatalf("redis %s = %q, %v", key, val, err)
 	}

@@ -12,14 +12,10 @@ import (
 	"github.com/microcosm-cc/bluemonday"
 	xhtml "golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
-
-	"supportplatform.dev/ai/langdetect"
-	"supportplatform.dev/ai/mt"
 )
 
-// TranslateToHTML translates sourceText into targetLang for the customer customerID (the cache
-// key includes it, as in Translate) and returns HTML that is safe to insert
-// into a page.
+// TranslateToHTML translates the request's text (choosing its source language as Translate does)
+// and returns HTML that is safe to insert into a page.
 //
 // Plain text comes back HTML-escaped, with blank-line-separated paragraphs as <p> and single line
 // breaks as <br>. HTML (recognised by parsing: it contains known HTML elements, comments or
@@ -29,19 +25,19 @@ import (
 // handler attributes, and only http, https and mailto URLs (or relative ones). data: URLs are
 // refused even for images: they can carry SVG with script, and inline images belong in
 // attachments, not in message bodies.
-func (s *Service) TranslateToHTML(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error) {
-	target, err := validateTranslation(sourceText, targetLang)
+func (s *Service) TranslateToHTML(ctx context.Context, req Request) (string, error) {
+	source, target, err := validateTranslation(req)
 	if err != nil {
 		return "", err
 	}
-	key := CacheKey(customerID, sourceText, target, ModeHTML)
+	key := CacheKey(req.CustomerID, req.SourceText, source, target, ModeHTML)
 	if out, ok := s.cached(ctx, key); ok {
 		return out, nil
 	}
-	if LooksLikeHTML(sourceText) {
-		return s.translateHTML(ctx, key, sourceText, target)
+	if LooksLikeHTML(req.SourceText) {
+		return s.translateHTML(ctx, req.CustomerID, key, req.SourceText, source, target)
 	}
-	return s.translatePlainToHTML(ctx, key, sourceText, target)
+	return s.translatePlainToHTML(ctx, req.CustomerID, key, req.SourceText, source, target)
 }
 
 var charRef = regexp.MustCompile(`&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});`)
@@ -77,7 +73,7 @@ var blankLines = regexp.MustCompile(`\n[ \t\f\v]*\n\s*`)
 
 // translatePlainToHTML translates paragraph by paragraph, so that an engine that reflows text
 // cannot merge paragraphs, and builds the HTML from the escaped results.
-func (s *Service) translatePlainToHTML(ctx context.Context, cacheKey, text, target string) (string, error) {
+func (s *Service) translatePlainToHTML(ctx context.Context, customerID int64, cacheKey, text, source, target string) (string, error) {
 	norm := strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 	var paras []string
 	for _, p := range blankLines.Split(strings.TrimSpace(norm), -1) {
@@ -102,12 +98,7 @@ func (s *Service) translatePlainToHTML(ctx context.Context, cacheKey, text, targ
 		}
 		return b.String(), nil
 	}
-	det := langdetect.DetectText(norm)
-	if !hasLetters(norm) || det.Lang == target {
-		return render(paras)
-	}
-	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
-	return s.translateSegments(ctx, pair, cacheKey, paras, render)
+	return s.translateSegments(ctx, customerID, source, norm, target, cacheKey, paras, render)
 }
 
 // untranslated are elements whose text is code, data or styling rather than prose.
@@ -116,7 +107,7 @@ var untranslated = map[atom.Atom]bool{
 	atom.Samp: true, atom.Textarea: true, atom.Noscript: true, atom.Template: true,
 }
 
-func (s *Service) translateHTML(ctx context.Context, cacheKey, text, target string) (string, error) {
+func (s *Service) translateHTML(ctx context.Context, customerID int64, cacheKey, text, source, target string) (string, error) {
 	body := &xhtml.Node{Type: xhtml.ElementNode, Data: "body", DataAtom: atom.Body}
 	nodes, err := xhtml.ParseFragment(strings.NewReader(text), body)
 	if err != nil {
@@ -145,13 +136,7 @@ func (s *Service) translateHTML(ctx context.Context, cacheKey, text, target stri
 		}
 		return sanitizer().Sanitize(b.String()), nil
 	}
-	plain := all.String()
-	det := langdetect.DetectText(plain)
-	if !hasLetters(plain) || det.Lang == target {
-		return render(segments)
-	}
-	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
-	return s.translateSegments(ctx, pair, cacheKey, segments, render)
+	return s.translateSegments(ctx, customerID, source, all.String(), target, cacheKey, segments, render)
 }
 
 func collectText(n *xhtml.Node, out *[]*xhtml.Node) {

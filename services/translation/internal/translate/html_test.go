@@ -48,7 +48,7 @@ func TestPlainTextToHTML(t *testing.T) {
 	e := wordEngine()
 	svc := New(Config{Providers: []mt.Translator{e}})
 	in := "Hello friend,\r\nThanks for your help.\r\n\r\n\r\n  Your order has shipped & a < b  \n\n"
-	got, err := svc.TranslateToHTML(context.Background(), customer, in, "es")
+	got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: in, TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestPlainTextToHTML(t *testing.T) {
 func TestPlainTextToHTMLSameLanguageIsOnlyFormatted(t *testing.T) {
 	e := wordEngine()
 	svc := New(Config{Providers: []mt.Translator{e}})
-	got, err := svc.TranslateToHTML(context.Background(), customer, "My order has not arrived yet.\nCan you help me <please>?", "en")
+	got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: "My order has not arrived yet.\nCan you help me <please>?", TargetLang: "en"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestHTMLTranslatesOnlyTextNodes(t *testing.T) {
 		`<pre>Hello world</pre><p>Run <code>Hello</code> now</p>` +
 		`<p translate="no">Hello brand</p><span class="x notranslate">Hello</span>` +
 		`<a href="https://example.com/help?q=1&amp;r=2" title="Hello">Thanks</a>`
-	got, err := svc.TranslateToHTML(context.Background(), customer, in, "es")
+	got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: in, TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestHTMLIsSanitized(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := New(Config{Providers: []mt.Translator{wordEngine()}})
-			got, err := svc.TranslateToHTML(context.Background(), customer, tt.in, "es")
+			got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: tt.in, TargetLang: "es"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,14 +169,14 @@ func TestHTMLEscapesWhatTheEngineReturns(t *testing.T) {
 		return `<img src=x onerror=alert(1)> & "quoted"`
 	}}
 	svc := New(Config{Providers: []mt.Translator{evil}})
-	got, err := svc.TranslateToHTML(context.Background(), customer, "<p>Hello friend, how are you?</p>", "es")
+	got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: "<p>Hello friend, how are you?</p>", TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(got, "<img") || !strings.Contains(got, "&lt;img src=x onerror=alert(1)&gt; &amp;") {
 		t.Fatalf("engine output was not treated as text: %s", got)
 	}
-	plain, err := svc.TranslateToHTML(context.Background(), customer, "Hello friend, how are you?", "es")
+	plain, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: "Hello friend, how are you?", TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +188,7 @@ func TestHTMLEscapesWhatTheEngineReturns(t *testing.T) {
 func TestHTMLSameLanguageIsStillSanitized(t *testing.T) {
 	e := wordEngine()
 	svc := New(Config{Providers: []mt.Translator{e}})
-	got, err := svc.TranslateToHTML(context.Background(), customer,
-		`<p onclick="steal()">My order has not arrived yet, can you help me?</p><script>alert(1)</script>`, "en")
+	got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: `<p onclick="steal()">My order has not arrived yet, can you help me?</p><script>alert(1)</script>`, TargetLang: "en"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +203,7 @@ func TestHTMLSameLanguageIsStillSanitized(t *testing.T) {
 func TestHTMLEntitiesSurviveTranslation(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*"), reply: func(s string) string { return s }}
 	svc := New(Config{Providers: []mt.Translator{e}})
-	got, err := svc.TranslateToHTML(context.Background(), customer, "<p>Tom &amp; Jerry &lt;3 caf&eacute; at 5&nbsp;pm</p>", "de")
+	got, err := svc.TranslateToHTML(context.Background(), Request{CustomerID: customer, SourceText: "<p>Tom &amp; Jerry &lt;3 caf&eacute; at 5&nbsp;pm</p>", TargetLang: "de"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"supportplatform.dev/ai/langcode"
-	"supportplatform.dev/ai/langdetect"
 	"supportplatform.dev/ai/mt"
 )
 
@@ -37,6 +36,10 @@ type Config struct {
 	CacheTTL time.Duration
 	// Refiner may be nil: DetectLanguage then answers from the tables alone.
 	Refiner LocationRefiner
+	// History may be nil: short texts are then read without the customer's usual languages.
+	History SourceHistory
+	// Metrics may be nil.
+	Metrics *Metrics
 	Logger  *slog.Logger
 }
 
@@ -46,6 +49,8 @@ type Service struct {
 	cache     Cache
 	ttl       time.Duration
 	refiner   LocationRefiner
+	history   SourceHistory
+	metrics   *Metrics
 	log       *slog.Logger
 }
 
@@ -56,6 +61,8 @@ func New(cfg Config) *Service {
 		cache:     cfg.Cache,
 		ttl:       cfg.CacheTTL,
 		refiner:   cfg.Refiner,
+		history:   cfg.History,
+		metrics:   cfg.Metrics,
 		log:       cfg.Logger,
 	}
 	if s.ttl <= 0 {
@@ -101,33 +108,45 @@ func OrderProviders(order string, engines ...mt.Translator) ([]mt.Translator, er
 	return out, nil
 }
 
-// Translate translates plain text into targetLang (an ISO 639-1 or 639-3 code) for the customer
-// (tenant) customerID, whose cache entries are its own. The text is
-// treated as characters only: markup in it is sent to the engine and returned as the engine
-// gives it back. Text already in the target language, or holding no words, comes back unchanged.
-func (s *Service) Translate(ctx context.Context, customerID int64, sourceText, targetLang string) (string, error) {
-	target, err := validateTranslation(sourceText, targetLang)
+// Request is one translation request.
+type Request struct {
+	// CustomerID is the tenant; its cache entries and language history are its own.
+	CustomerID int64
+	SourceText string
+	// SourceLang is the ISO 639-1 or 639-3 code of the text's language, or "" to detect it.
+	SourceLang string
+	TargetLang string
+}
+
+// Translate translates plain text into the target language. The text is treated as characters
+// only: markup in it is sent to the engine and returned as the engine gives it back. Text
+// already in the target language, or holding no words, comes back unchanged.
+//
+// Without a source language, a text whose language detection cannot tell (a line or two) is
+// translated from the likeliest candidate language a provider serves, the customer's usual
+// languages weighing in. A pair no provider serves directly goes through a pivot language
+// (English first); the answer does not show it.
+func (s *Service) Translate(ctx context.Context, req Request) (string, error) {
+	source, target, err := validateTranslation(req)
 	if err != nil {
 		return "", err
 	}
-	key := CacheKey(customerID, sourceText, target, ModePlain)
+	key := CacheKey(req.CustomerID, req.SourceText, source, target, ModePlain)
 	if out, ok := s.cached(ctx, key); ok {
 		return out, nil
 	}
-	if !hasLetters(sourceText) {
-		return sourceText, nil
+	if !hasLetters(req.SourceText) {
+		return req.SourceText, nil
 	}
-	det := langdetect.DetectText(sourceText)
-	if det.Lang == target {
-		return sourceText, nil
-	}
-	pair := mt.Pair{Source: det.Lang, Target: target, SourceUncertain: !det.Reliable}
-	return s.translateSegments(ctx, pair, key, []string{sourceText},
+	return s.translateSegments(ctx, req.CustomerID, source, req.SourceText, target, key, []string{req.SourceText},
 		func(out []string) (string, error) { return out[0], nil })
 }
 
-func validateTranslation(sourceText, targetLang string) (string, error) {
+// validateTranslation checks a request and returns its normalised source ("" to detect) and
+// target languages.
+func validateTranslation(req Request) (string, string, error) {
 	var fields []FieldError
+	sourceText := req.SourceText
 	switch {
 	case sourceText == "":
 		fields = append(fields, FieldError{"sourceText", "sourceText is required"})
@@ -141,19 +160,28 @@ func validateTranslation(sourceText, targetLang string) (string, error) {
 				fmt.Sprintf("sourceText must be at most %d characters long (got %d)", MaxSourceChars, n)})
 		}
 	}
+	var source string
+	if req.SourceLang != "" {
+		if src, err := langcode.Normalize(req.SourceLang); err != nil {
+			fields = append(fields, FieldError{"sourceLang",
+				fmt.Sprintf("sourceLang must be an ISO 639-1 or ISO 639-3 language code, got %q", req.SourceLang)})
+		} else {
+			source = src
+		}
+	}
 	var target string
-	if strings.TrimSpace(targetLang) == "" {
+	if strings.TrimSpace(req.TargetLang) == "" {
 		fields = append(fields, FieldError{"targetLang", "targetLang is required"})
-	} else if t, err := langcode.Normalize(targetLang); err != nil {
+	} else if t, err := langcode.Normalize(req.TargetLang); err != nil {
 		fields = append(fields, FieldError{"targetLang",
-			fmt.Sprintf("targetLang must be an ISO 639-1 or ISO 639-3 language code, got %q", targetLang)})
+			fmt.Sprintf("targetLang must be an ISO 639-1 or ISO 639-3 language code, got %q", req.TargetLang)})
 	} else {
 		target = t
 	}
 	if len(fields) > 0 {
-		return "", invalid(fields...)
+		return "", "", invalid(fields...)
 	}
-	return target, nil
+	return source, target, nil
 }
 
 func hasLetters(s string) bool {
@@ -165,11 +193,15 @@ func hasLetters(s string) bool {
 	return false
 }
 
-// translateSegments runs the provider chain for one request. segments are the pieces an engine
-// translates (one for plain text, one per paragraph or text node for HTML); assemble turns their
-// translations into the final output, which is what the cache stores under cacheKey (the
-// request's CacheKey).
-func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, cacheKey string,
+// maxRoutes bounds the routes one request tries, so that a short text with several candidate
+// languages cannot keep the engines busy with one failing attempt after another.
+const maxRoutes = 4
+
+// translateSegments translates one request. segments are the pieces an engine translates (one
+// for plain text, one per paragraph or text node for HTML); detectText is the text the source
+// language is detected on when given is ""; assemble turns the translations into the final
+// output, which is what the cache stores under cacheKey (the request's CacheKey).
+func (s *Service) translateSegments(ctx context.Context, customerID int64, given, detectText, target, cacheKey string,
 	segments []string, assemble func([]string) (string, error)) (string, error) {
 
 	// Only the words go to the engine: surrounding white space is put back afterwards (engines
@@ -192,35 +224,41 @@ func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, cacheKey 
 		return assemble(segments)
 	}
 
-	serving, supportErrs := s.serving(ctx, pair)
-	if len(serving) == 0 {
-		if len(supportErrs) > 0 {
-			return "", upstream("translation providers are unavailable", errors.Join(supportErrs...))
+	pl := s.newPlanner()
+	plan := s.planSources(ctx, pl, customerID, given, detectText, target)
+	if plan.same {
+		return assemble(segments)
+	}
+	s.metrics.source(plan.how)
+	routes := pl.routes(ctx, plan.sources, target, plan.uncertain)
+	if len(routes) == 0 {
+		if len(pl.errs) > 0 {
+			return "", upstream("translation providers are unavailable", errors.Join(pl.errs...))
 		}
-		return "", unsupported(pair)
+		return "", unsupported(mt.Pair{Source: plan.sources[0], Target: target})
+	}
+	if len(routes) > maxRoutes {
+		routes = routes[:maxRoutes]
 	}
 
 	var errs []error
-	for _, p := range serving {
-		got, err := p.Translate(ctx, pair, core)
-		if err == nil && len(got) != len(core) {
-			err = fmt.Errorf("%s returned %d translations for %d texts", p.Name(), len(got), len(core))
-		}
-		if err == nil {
-			for _, g := range got {
-				if strings.TrimSpace(g) == "" {
-					err = fmt.Errorf("%s returned an empty translation", p.Name())
-					break
-				}
-			}
-		}
+	for _, r := range routes {
+		got, err := s.runRoute(ctx, r, core)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", upstream("translation was cancelled", ctx.Err())
 			}
-			s.log.WarnContext(ctx, "translation provider failed", "provider", p.Name(), "pair", pair.String(), "err", err)
-			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+			errs = append(errs, err)
 			continue
+		}
+		if r.pivot != "" {
+			s.log.InfoContext(ctx, "translated through a pivot language", "source", r.source, "pivot", r.pivot,
+				"target", target, "route", r.String())
+			s.metrics.pivot(r.source, r.pivot, target)
+		}
+		if plan.how == "candidates" {
+			s.log.DebugContext(ctx, "source language chosen among candidates", "source", r.source,
+				"candidates", strings.Join(plan.sources, ","), "target", target)
 		}
 		merged := append([]string(nil), segments...)
 		for k, i := range todo {
@@ -233,27 +271,43 @@ func (s *Service) translateSegments(ctx context.Context, pair mt.Pair, cacheKey 
 		s.store(ctx, cacheKey, out)
 		return out, nil
 	}
-	return "", upstream("every translation provider for "+pair.String()+" failed", errors.Join(errs...))
+	return "", upstream("every translation provider for "+routes[0].String()+" failed", errors.Join(errs...))
 }
 
-// serving returns the providers that serve pair, in order. A provider that cannot tell (its
-// server is down) is skipped and its error returned, so that "nobody serves this pair" can be
-// told apart from "nobody could be asked".
-func (s *Service) serving(ctx context.Context, pair mt.Pair) ([]mt.Translator, []error) {
-	var out []mt.Translator
-	var errs []error
-	for _, p := range s.providers {
-		ok, err := p.Supports(ctx, pair)
-		if err != nil {
-			s.log.WarnContext(ctx, "translation provider cannot tell its pairs", "provider", p.Name(), "err", err)
-			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
-			continue
+// runRoute translates texts along r, each leg through its providers in order until one answers.
+func (s *Service) runRoute(ctx context.Context, r route, texts []string) ([]string, error) {
+	for _, l := range r.legs {
+		var errs []error
+		var done bool
+		for _, p := range l.providers {
+			got, err := p.Translate(ctx, l.pair, texts)
+			if err == nil && len(got) != len(texts) {
+				err = fmt.Errorf("%s returned %d translations for %d texts", p.Name(), len(got), len(texts))
+			}
+			if err == nil {
+				for _, g := range got {
+					if strings.TrimSpace(g) == "" {
+						err = fmt.Errorf("%s returned an empty translation", p.Name())
+						break
+					}
+				}
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				s.log.WarnContext(ctx, "translation provider failed", "provider", p.Name(), "pair", l.pair.String(), "err", err)
+				errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+				continue
+			}
+			texts, done = got, true
+			break
 		}
-		if ok {
-			out = append(out, p)
+		if !done {
+			return nil, errors.Join(errs...)
 		}
 	}
-	return out, errs
+	return texts, nil
 }
 
 // cached returns a stored answer. A failing cache is a miss, never an error.

@@ -149,8 +149,8 @@ func TestValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, call := range []func(context.Context, int64, string, string) (string, error){svc.Translate, svc.TranslateToHTML} {
-				_, err := call(context.Background(), customer, tt.text, tt.target)
+			for _, call := range []func(context.Context, Request) (string, error){svc.Translate, svc.TranslateToHTML} {
+				_, err := call(context.Background(), Request{CustomerID: customer, SourceText: tt.text, TargetLang: tt.target})
 				var de *apperr.Error
 				if !errors.As(err, &de) || !apperr.Is(err, apperr.Invalid) {
 					t.Fatalf("error = %v, want invalid", err)
@@ -172,7 +172,7 @@ func TestMaxLengthCountsCharactersNotBytes(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*")}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	text := strings.Repeat("é", MaxSourceChars) // 20,000 bytes
-	if _, err := svc.Translate(context.Background(), customer, text, "de"); err != nil {
+	if _, err := svc.Translate(context.Background(), Request{CustomerID: customer, SourceText: text, TargetLang: "de"}); err != nil {
 		t.Fatalf("a text of exactly %d characters was refused: %v", MaxSourceChars, err)
 	}
 }
@@ -181,13 +181,13 @@ func TestSameLanguageIsReturnedUnchanged(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*")}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	for _, target := range []string{"en", "eng", "EN"} {
-		got, err := svc.Translate(context.Background(), customer, english, target)
+		got, err := svc.Translate(context.Background(), Request{CustomerID: customer, SourceText: english, TargetLang: target})
 		if err != nil || got != english {
 			t.Fatalf("Translate to %s = %q, %v; want the text unchanged", target, got, err)
 		}
 	}
 	for _, text := range []string{"12345", "!!!", "😀 👍"} {
-		got, err := svc.Translate(context.Background(), customer, text, "es")
+		got, err := svc.Translate(context.Background(), Request{CustomerID: customer, SourceText: text, TargetLang: "es"})
 		if err != nil || got != text {
 			t.Fatalf("Translate(%q) = %q, %v; want it unchanged", text, got, err)
 		}
@@ -290,7 +290,7 @@ func TestChain(t *testing.T) {
 				providers = append(providers, e)
 			}
 			svc := New(Config{Providers: providers})
-			got, err := svc.Translate(context.Background(), customer, english, tt.target)
+			got, err := svc.Translate(context.Background(), Request{CustomerID: customer, SourceText: english, TargetLang: tt.target})
 			if tt.wantKind != "" {
 				var de *apperr.Error
 				if !errors.As(err, &de) || errorKind(err) != tt.wantKind || !strings.Contains(de.Message, tt.wantMsg) {
@@ -311,7 +311,7 @@ func TestChain(t *testing.T) {
 func TestUpstreamErrorKeepsCauseForLogs(t *testing.T) {
 	cause := errors.New("secret upstream detail")
 	svc := New(Config{Providers: []mt.Translator{&fakeEngine{name: "a", pairs: serves("*"), fail: cause}}})
-	_, err := svc.Translate(context.Background(), customer, english, "es")
+	_, err := svc.Translate(context.Background(), Request{CustomerID: customer, SourceText: english, TargetLang: "es"})
 	var de *apperr.Error
 	if !errors.As(err, &de) || !errors.Is(err, cause) || strings.Contains(de.Message, "secret") {
 		t.Fatalf("error = %v: want the cause wrapped but not in the client message %q", err, de.Message)
@@ -327,7 +327,7 @@ func TestCancelledRequestStopsTheChain(t *testing.T) {
 	svc := New(Config{Providers: []mt.Translator{a, b}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := svc.Translate(ctx, customer, english, "es")
+	_, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "es"})
 	if !errors.Is(err, context.Canceled) || errorKind(err) != kindUpstream {
 		t.Fatalf("error = %v, want upstream wrapping context.Canceled", err)
 	}
@@ -342,7 +342,7 @@ func TestPlainTextIsSentAsIs(t *testing.T) {
 	}}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	in := "  <b>Hello</b> world & <script>x</script>\n"
-	got, err := svc.Translate(context.Background(), customer, in, "es")
+	got, err := svc.Translate(context.Background(), Request{CustomerID: customer, SourceText: in, TargetLang: "es"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,13 +358,13 @@ func TestSourceDetection(t *testing.T) {
 	e := &fakeEngine{name: "x", pairs: serves("*")}
 	svc := New(Config{Providers: []mt.Translator{e}})
 	ctx := context.Background()
-	if _, err := svc.Translate(ctx, customer, "Mi pedido aún no ha llegado, ¿me pueden ayudar?", "en"); err != nil {
+	if _, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: "Mi pedido aún no ha llegado, ¿me pueden ayudar?", TargetLang: "en"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Translate(ctx, customer, "Hello", "de"); err != nil {
+	if _, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: "Hello", TargetLang: "de"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Translate(ctx, customer, "Բարեւ, իմ պատվերը դեռ չի հասել", "en"); err != nil {
+	if _, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: "Բարեւ, իմ պատվերը դեռ չի հասել", TargetLang: "en"}); err != nil {
 		t.Fatal(err)
 	}
 	want := []mt.Pair{
@@ -385,18 +385,18 @@ func TestCache(t *testing.T) {
 		e := &fakeEngine{name: "apertium", pairs: serves("en->es")}
 		c := newMemCache()
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: c, CacheTTL: time.Hour})
-		first, err := svc.Translate(ctx, customer, english, "es")
+		first, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "es"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := svc.Translate(ctx, customer, english, "spa")
+		second, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "spa"})
 		if err != nil || second != first {
 			t.Fatalf("second Translate = %q, %v; want the cached %q", second, err, first)
 		}
 		if e.callCount() != 1 {
 			t.Fatalf("engine called %d times, want 1", e.callCount())
 		}
-		key := CacheKey(customer, english, "es", ModePlain)
+		key := CacheKey(customer, english, "", "es", ModePlain)
 		if c.data[key] != first || c.ttls[key] != time.Hour {
 			t.Fatalf("cache holds %q with TTL %v under the documented key", c.data[key], c.ttls[key])
 		}
@@ -404,8 +404,8 @@ func TestCache(t *testing.T) {
 	t.Run("plain and HTML results are cached apart", func(t *testing.T) {
 		e := &fakeEngine{name: "x", pairs: serves("*")}
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: newMemCache()})
-		plain, _ := svc.Translate(ctx, customer, english, "es")
-		html, err := svc.TranslateToHTML(ctx, customer, english, "es")
+		plain, _ := svc.Translate(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "es"})
+		html, err := svc.TranslateToHTML(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "es"})
 		if err != nil || html == plain || !strings.HasPrefix(html, "<p>") {
 			t.Fatalf("TranslateToHTML = %q, %v; want HTML, not the cached plain text %q", html, err, plain)
 		}
@@ -413,9 +413,9 @@ func TestCache(t *testing.T) {
 	t.Run("a cached answer is served before detection and provider choice", func(t *testing.T) {
 		a := &fakeEngine{name: "a", pairs: serves("*")}
 		c := newMemCache()
-		c.data[CacheKey(customer, english, "es", ModePlain)] = "cached answer"
+		c.data[CacheKey(customer, english, "", "es", ModePlain)] = "cached answer"
 		svc := New(Config{Providers: []mt.Translator{a}, Cache: c})
-		got, err := svc.Translate(ctx, customer, english, "spa")
+		got, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "spa"})
 		if err != nil || got != "cached answer" || a.callCount() != 0 || a.supportCalls() != 0 {
 			t.Fatalf("Translate = %q, %v with %d engine calls; want the cached value and no engine work", got, err, a.callCount())
 		}
@@ -425,18 +425,18 @@ func TestCache(t *testing.T) {
 		e := &fakeEngine{name: "x", pairs: serves("*")}
 		c := newMemCache()
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: c})
-		for _, call := range []func(context.Context, int64, string, string) (string, error){svc.Translate, svc.TranslateToHTML} {
+		for _, call := range []func(context.Context, Request) (string, error){svc.Translate, svc.TranslateToHTML} {
 			before := e.callCount()
-			if _, err := call(ctx, 1, english, "es"); err != nil {
+			if _, err := call(ctx, Request{CustomerID: 1, SourceText: english, TargetLang: "es"}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := call(ctx, 2, english, "es"); err != nil {
+			if _, err := call(ctx, Request{CustomerID: 2, SourceText: english, TargetLang: "es"}); err != nil {
 				t.Fatal(err)
 			}
 			if n := e.callCount() - before; n != 2 {
 				t.Fatalf("engine ran %d times for two customers, want 2: the second was served the first's entry", n)
 			}
-			if _, err := call(ctx, 2, english, "es"); err != nil || e.callCount()-before != 2 {
+			if _, err := call(ctx, Request{CustomerID: 2, SourceText: english, TargetLang: "es"}); err != nil || e.callCount()-before != 2 {
 				t.Fatalf("customer 2's repeat was not served from its own entry (%d engine calls, %v)", e.callCount()-before, err)
 			}
 		}
@@ -449,29 +449,30 @@ func TestCache(t *testing.T) {
 		c := newMemCache()
 		c.failGet, c.failSet = errors.New("redis down"), errors.New("redis down")
 		svc := New(Config{Providers: []mt.Translator{e}, Cache: c})
-		if got, err := svc.Translate(ctx, customer, english, "es"); err != nil || got == "" {
+		if got, err := svc.Translate(ctx, Request{CustomerID: customer, SourceText: english, TargetLang: "es"}); err != nil || got == "" {
 			t.Fatalf("Translate = %q, %v", got, err)
 		}
 	})
 }
 
 func TestCacheKey(t *testing.T) {
-	base := CacheKey(customer, "text", "es", ModePlain)
+	base := CacheKey(customer, "text", "", "es", ModePlain)
 	if len(base) != 64 {
 		t.Fatalf("key %q is not a hex SHA-256", base)
 	}
 	for name, other := range map[string]string{
-		"text":     CacheKey(customer, "text2", "es", ModePlain),
-		"target":   CacheKey(customer, "text", "ca", ModePlain),
-		"mode":     CacheKey(customer, "text", "es", ModeHTML),
-		"boundary": CacheKey(customer, "tex", "tes", ModePlain),
-		"customer": CacheKey(customer+1, "text", "es", ModePlain),
+		"text":     CacheKey(customer, "text2", "", "es", ModePlain),
+		"target":   CacheKey(customer, "text", "", "ca", ModePlain),
+		"mode":     CacheKey(customer, "text", "", "es", ModeHTML),
+		"boundary": CacheKey(customer, "tex", "", "tes", ModePlain),
+		"customer": CacheKey(customer+1, "text", "", "es", ModePlain),
+		"source":   CacheKey(customer, "text", "en", "es", ModePlain),
 	} {
 		if other == base {
 			t.Errorf("changing the %s does not change the key", name)
 		}
 	}
-	if CacheKey(customer, "text", "es", ModePlain) != base {
+	if CacheKey(customer, "text", "", "es", ModePlain) != base {
 		t.Error("the key is not deterministic")
 	}
 }

@@ -47,7 +47,7 @@ func newTestCache(t *testing.T) (*Cache, *redis.Client, string) {
 func TestSetGet(t *testing.T) {
 	c, rdb, prefix := newTestCache(t)
 	ctx := context.Background()
-	key := translate.CacheKey(customer, "Hello", "es", translate.ModePlain)
+	key := translate.CacheKey(customer, "Hello", "", "es", translate.ModePlain)
 
 	if _, ok, err := c.Get(ctx, key); ok || err != nil {
 		t.Fatalf("Get before Set = %v, %v; want a miss", ok, err)
