@@ -22,6 +22,7 @@ import (
 	"supportplatform.dev/services/translation/internal/httpapi"
 	"supportplatform.dev/services/translation/internal/translate"
 	"supportplatform.dev/services/translation/internal/translate/rediscache"
+	"supportplatform.dev/services/translation/internal/translate/redishistory"
 )
 
 // Config of the translation service.
@@ -73,11 +74,18 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	defer func() { _ = deps.Close() }()
+	metrics, err := translate.NewMetrics(deps.Server.Registry)
+	if err != nil {
+		return err
+	}
 	tc := translate.Config{
 		Providers: providers,
 		Cache:     rediscache.New(deps.Redis, cfg.RedisPrefix+"translation:"),
 		CacheTTL:  cfg.CacheTTL,
-		Logger:    deps.Log,
+		// The customers' usual source languages help read short texts.
+		History: redishistory.New(deps.Redis, cfg.RedisPrefix+"translation:srclang:", 0),
+		Metrics: metrics,
+		Logger:  deps.Log,
 	}
 	if llm.Configured() {
 		tc.Refiner = translate.NewLLMRefiner(llm)
