@@ -33,6 +33,7 @@ type pipeline struct {
 	rd     *bufio.Reader
 	stderr *tailBuffer
 	done   chan struct{} // closed once every program has exited
+	errEOF chan struct{} // closed once stderr is drained (every program's copy closed)
 
 	lastUsed time.Time // guarded by the pool's mutex while idle
 	killOnce sync.Once
@@ -40,7 +41,7 @@ type pipeline struct {
 
 // startPipeline starts the programs connected by pipes.
 func startPipeline(cmds [][]string) (_ *pipeline, err error) {
-	p := &pipeline{stderr: &tailBuffer{max: maxStderr}, done: make(chan struct{})}
+	p := &pipeline{stderr: &tailBuffer{max: maxStderr}, done: make(chan struct{}), errEOF: make(chan struct{})}
 	var toClose []*os.File // the parent's copies of the children's ends
 	defer func() {
 		for _, f := range toClose {
@@ -63,7 +64,10 @@ func startPipeline(cmds [][]string) (_ *pipeline, err error) {
 		return nil, err
 	}
 	toClose = append(toClose, errW)
-	go p.stderr.drain(errR)
+	go func() {
+		p.stderr.drain(errR)
+		close(p.errEOF)
+	}()
 
 	stdin, in, err := os.Pipe()
 	if err != nil {
@@ -119,9 +123,14 @@ func (p *pipeline) kill() {
 		if len(p.procs) == 0 {
 			return
 		}
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
+		// Wait for the programs, and for their last words on stderr (for the error message).
+		timeout := time.After(5 * time.Second)
+		for _, ch := range []chan struct{}{p.done, p.errEOF} {
+			select {
+			case <-ch:
+			case <-timeout:
+				return
+			}
 		}
 	})
 }

