@@ -321,3 +321,35 @@ func TestSplitPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmEngineContract repeats the one-shot engine's checks on a warm engine.
+func TestWarmEngineContract(t *testing.T) {
+	requireApertium(t)
+	e := New(Config{Warm: true})
+	t.Cleanup(func() { _ = e.Close() })
+	ctx := context.Background()
+	en2es := mt.Pair{Source: "en", Target: "es"}
+	texts := []string{"The house is big", "Tom & Jerry <3 \"quoted\"", "Good morning", "Hello", "friend", "<b>Hello</b> & goodbye"}
+	got, err := e.Translate(ctx, en2es, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"casa", "Tom & Jerry <3", "Buenos días", "Hola", "amigo", "<b>Hola</b> &"} {
+		if !strings.Contains(got[i], want) {
+			t.Errorf("text %q = %q, want it to contain %q", texts[i], got[i], want)
+		}
+	}
+	if got[4] != "amigo" {
+		t.Errorf("mid-sentence %q came back as %q, want amigo", texts[4], got[4])
+	}
+	back, err := e.Translate(ctx, mt.Pair{Source: "es", Target: "en"}, []string{"La casa es grande"})
+	if err != nil || !strings.Contains(back[0], "house") {
+		t.Fatalf("es->en = %q, %v; want house", back, err)
+	}
+	if _, err := e.Translate(ctx, mt.Pair{Source: "en", Target: "xh"}, []string{"Hello"}); !errors.Is(err, mt.ErrUnsupportedPair) {
+		t.Fatalf("error = %v, want mt.ErrUnsupportedPair", err)
+	}
+	if len(e.WarmProcesses()) != 2 {
+		t.Fatalf("warm pipelines %v, want eng-spa and spa-eng", e.WarmProcesses())
+	}
+}
