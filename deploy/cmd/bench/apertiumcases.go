@@ -81,18 +81,20 @@ func (a *apertiumCase) after(_ context.Context, _ *benchEnv) (string, error) {
 		return "one-shot: no process between requests", nil
 	}
 	var parts []string
-	total := 0
+	rss, pss := 0, 0
 	for mode, pipes := range a.e.WarmProcesses() {
 		for _, pids := range pipes {
-			kb := 0
+			r, p := 0, 0
 			for _, pid := range pids {
-				kb += rssKB(pid)
+				r += memKB(pid, "status", "VmRSS:")
+				p += memKB(pid, "smaps_rollup", "Pss:")
 			}
-			total += kb
-			parts = append(parts, fmt.Sprintf("%s pipeline of %d processes %d MB", mode, len(pids), kb/1024))
+			rss, pss = rss+r, pss+p
+			parts = append(parts, fmt.Sprintf("%s (%d processes) RSS %d MB PSS %d MB", mode, len(pids), r/1024, p/1024))
 		}
 	}
-	return fmt.Sprintf("RSS of the warm pipelines: %s; total %d MB", strings.Join(parts, ", "), total/1024), nil
+	return fmt.Sprintf("warm pipelines: %s; total RSS %d MB, PSS %d MB (PSS shares the libraries' pages among the processes)",
+		strings.Join(parts, ", "), rss/1024, pss/1024), nil
 }
 
 func boolToUint(b bool) uint64 {
@@ -102,14 +104,15 @@ func boolToUint(b bool) uint64 {
 	return 0
 }
 
-// rssKB is a process's resident memory (VmRSS) in KiB, 0 when unknown.
-func rssKB(pid int) int {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+// memKB is a memory figure of a process in KiB (VmRSS of status, Pss of smaps_rollup), 0 when
+// unknown.
+func memKB(pid int, file, key string) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
 				n, _ := strconv.Atoi(f[0])
@@ -130,14 +133,15 @@ func serviceRSS(_ context.Context, e *benchEnv) (string, error) {
 	if !ok {
 		return "", errors.New("translation is not running")
 	}
-	self := rssKB(pid)
-	children := 0
-	n := 0
+	self, selfPss := memKB(pid, "status", "VmRSS:"), memKB(pid, "smaps_rollup", "Pss:")
+	rss, pss, n := 0, 0, 0
 	for _, c := range descendants(pid) {
-		children += rssKB(c)
+		rss += memKB(c, "status", "VmRSS:")
+		pss += memKB(c, "smaps_rollup", "Pss:")
 		n++
 	}
-	return fmt.Sprintf("translation RSS %d MB, its %d Apertium processes %d MB, total %d MB", self/1024, n, children/1024, (self+children)/1024), nil
+	return fmt.Sprintf("translation RSS %d MB (PSS %d MB); its %d Apertium processes RSS %d MB (PSS %d MB)",
+		self/1024, selfPss/1024, n, rss/1024, pss/1024), nil
 }
 
 // descendants lists the processes below pid, from /proc.
