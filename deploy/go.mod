@@ -33,3 +33,7 @@ require (
 require supportplatform.dev/pkg v0.0.0
 
 replace supportplatform.dev/pkg => ../pkg
+
+require supportplatform.dev/ai v0.0.0
+
+replace supportplatform.dev/ai => ../pkg/ai

@@ -55,6 +55,9 @@ type benchCase struct {
 	// Direct, when set, is the measured operation instead of an HTTP
 	// request (a baseline such as a raw database INSERT).
 	Direct func(ctx context.Context, e *benchEnv) error
+	// After, when set, runs after the case's measurement and returns a line
+	// for the output (figures such as memory that the load left behind).
+	After func(ctx context.Context, e *benchEnv) (string, error)
 	// Latency, when set, makes the case an experiment instead of a load
 	// run: it runs once after Setup and returns the lines it measured
 	// (figures such as end-to-end latencies that no request/response
@@ -188,15 +191,18 @@ func benchCases() []*benchCase {
 		assistantEvalCase(),
 	}
 	cases = append(cases, ticketCases()...)
+	cases = append(cases, apertiumCases()...)
 	return append(cases, &benchCase{
 		Name: "translate-uncached", Method: http.MethodPost, Path: "/api/Translations/translate", Auth: true,
 		Needs: []string{"auth", "translation"},
 		Vary: func(n uint64) (string, string) {
-			return "/api/Translations/translate", translateBody(uncachedSentence(n))
+			return "/api/Translations/translate", translateBody(sentence20(n))
 		},
 		Check: checkTranslation,
 		Slow:  true,
-		Note:  "a new English sentence per request, to es: one Apertium run each (the service runs at most APERTIUM_MAX_PROCESSES=2 at once)",
+		After: serviceRSS,
+		Note: "a new 20-word English sentence per request, to es, through the service's warm Apertium pipelines " +
+			"(APERTIUM_WARM=true, at most APERTIUM_MAX_PROCESSES=2); apertium-oneshot/apertium-warm compare the engine's two paths",
 	})
 }
 

@@ -24,6 +24,20 @@ func TestUncachedSentencesAreDistinct(t *testing.T) {
 	}
 }
 
+func TestSentences20(t *testing.T) {
+	seen := map[string]uint64{}
+	for n := range uint64(5_000) {
+		s := sentence20(n)
+		if w := len(strings.Fields(s)); w != 20 {
+			t.Fatalf("sentence %d has %d words: %q", n, w, s)
+		}
+		if prev, ok := seen[s]; ok {
+			t.Fatalf("sentence %d = sentence %d: %q", n, prev, s)
+		}
+		seen[s] = n
+	}
+}
+
 func TestSelectCases(t *testing.T) {
 	all := benchCases()
 	names := func(cs []*benchCase) string {
@@ -35,9 +49,11 @@ func TestSelectCases(t *testing.T) {
 	}
 	for _, tc := range []struct{ list, want string }{
 		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,mail-to-ticket,message-to-reply,assistant-eval,tickets-list,tickets-search," +
-			"message-create,raw-insert,translate-uncached"},
+			"message-create,raw-insert,apertium-oneshot,apertium-warm,translate-uncached"},
 		// message-create is compared with the raw INSERT baseline.
 		{"message-create", "static,message-create,raw-insert"},
+		// warm Apertium is measured against the one-shot path in the same run.
+		{"apertium-warm", "static,apertium-oneshot,apertium-warm"},
 		{"translate-cached", "static,translate-cached"},
 		// topics-list is compared with customers-me, which comes along.
 		{" topics-list ,", "static,customers-me,topics-list"},

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	concurrency := fs.Int("c", 32, "concurrent workers (one request in flight each)")
 	duration := fs.Duration("d", 10*time.Second, "measured duration per case")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up per case, not measured")
-	uncachedC := fs.Int("uncached-c", 4, "workers of the slow translate-uncached case (an Apertium run per request); at most -c")
+	uncachedC := fs.Int("uncached-c", 4, "workers of the slow cases (translate-uncached, apertium-oneshot, apertium-warm); at most -c")
 	all := benchCases()
 	var names []string
 	for _, c := range all {
@@ -242,6 +242,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%-18s CPU per request: %s\n", "", cpuPerRequest(before, cpuTimes(st.PIDs()), res))
 		if res.FirstError != "" {
 			fmt.Fprintf(stdout, "%-18s first error: %s\n", "", res.FirstError)
+		}
+		if c.After != nil {
+			line, err := c.After(ctx, env)
+			if err != nil {
+				line = "FAILED: " + err.Error()
+				failures = append(failures, fmt.Sprintf("case %s: after: %v", c.Name, err))
+			}
+			fmt.Fprintf(stdout, "%-18s %s\n", "", line)
 		}
 		if total := res.Requests + res.Errors; total == 0 || res.Errors*100 > total {
 			failures = append(failures, fmt.Sprintf("case %s: %d ok, %d errors (%.1f%%, limit 1%%), first: %s",

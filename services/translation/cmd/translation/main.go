@@ -38,8 +38,10 @@ type Config struct {
 	LibreTimeout     time.Duration `env:"LIBRETRANSLATE_TIMEOUT" default:"30s" desc:"timeout of one LibreTranslate request; must be below REQUEST_TIMEOUT"`
 	ApertiumCommand  string        `env:"APERTIUM_COMMAND" default:"apertium" desc:"the apertium executable"`
 	ApertiumDataDir  string        `env:"APERTIUM_DATA_DIR" default:"/usr/share/apertium" desc:"where the installed Apertium modes are"`
-	ApertiumTimeout  time.Duration `env:"APERTIUM_TIMEOUT" default:"30s" desc:"timeout of one Apertium run; must be below REQUEST_TIMEOUT"`
-	ApertiumMaxProcs int           `env:"APERTIUM_MAX_PROCESSES" default:"2" desc:"concurrent Apertium processes"`
+	ApertiumTimeout  time.Duration `env:"APERTIUM_TIMEOUT" default:"30s" desc:"timeout of one Apertium run (of one answer of a warm pipeline); must be below REQUEST_TIMEOUT"`
+	ApertiumMaxProcs int           `env:"APERTIUM_MAX_PROCESSES" default:"2" desc:"concurrent Apertium pipelines: one-shot runs in all, or warm pipelines per language pair"`
+	ApertiumWarm     bool          `env:"APERTIUM_WARM" default:"true" desc:"keep Apertium pipelines running between requests (null-flush mode); false starts the apertium command per request"`
+	ApertiumIdle     time.Duration `env:"APERTIUM_IDLE_TIMEOUT" default:"1m" desc:"a warm Apertium pipeline unused for this long is stopped"`
 }
 
 func main() {
@@ -60,9 +62,12 @@ func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.
 		return err
 	}
 	llm := cfg.Client()
+	ap := apertium.New(apertium.Config{Command: cfg.ApertiumCommand, DataDir: cfg.ApertiumDataDir,
+		Timeout: cfg.ApertiumTimeout, MaxProcesses: cfg.ApertiumMaxProcs,
+		Warm: cfg.ApertiumWarm, IdleTimeout: cfg.ApertiumIdle})
+	defer func() { _ = ap.Close() }()
 	providers, err := translate.OrderProviders(cfg.Providers,
-		apertium.New(apertium.Config{Command: cfg.ApertiumCommand, DataDir: cfg.ApertiumDataDir,
-			Timeout: cfg.ApertiumTimeout, MaxProcesses: cfg.ApertiumMaxProcs}),
+		ap,
 		libretranslate.New(libretranslate.Config{BaseURL: cfg.LibreURL, APIKey: cfg.LibreAPIKey, Timeout: cfg.LibreTimeout}),
 		llmtranslate.New(llm, llmtranslate.Config{}),
 	)
