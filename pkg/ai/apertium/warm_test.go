@@ -2,7 +2,9 @@ package apertium
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +20,20 @@ import (
 
 // TestWarmMatchesOneShot translates a corpus of more than 200 texts per pair one-shot (the
 // apertium command per text) and warm, and wants the same strings, text by text and as one batch.
+// updateGolden regenerates testdata/oneshot-<mode>.json, the one-shot path's output for the
+// equivalence corpus (about 840 apertium runs: minutes of CPU):
+//
+//	go test ./apertium -run TestWarmMatchesOneShot -update-oneshot
+var updateGolden = flag.Bool("update-oneshot", false, "record the one-shot outputs of the warm equivalence corpus")
+
+// liveChecks is how many texts of each pair's corpus are also run through the one-shot path on
+// every run, spread over the corpus, proving that the recorded outputs are this installation's.
+const liveChecks = 8
+
+// TestWarmMatchesOneShot translates a corpus of 210 texts per pair (sentences from word lists,
+// markup-like text, emoji, very long lines, empty lines, control characters) warm, one by one
+// and as one batch, and requires exactly the one-shot path's output for each: the outputs the
+// one-shot path recorded in testdata (all of them), and a live one-shot run of a spread subset.
 func TestWarmMatchesOneShot(t *testing.T) {
 	requireApertium(t)
 	pairs := []struct {
@@ -33,36 +49,76 @@ func TestWarmMatchesOneShot(t *testing.T) {
 	warm := New(Config{Warm: true, MaxProcesses: 2, Timeout: 30 * time.Second})
 	t.Cleanup(func() { _ = warm.Close() })
 	ctx := context.Background()
+	oneShot := func(t *testing.T, pair mt.Pair, texts []string) []string {
+		out := make([]string, len(texts))
+		errs := make([]error, len(texts))
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 2 {
+			wg.Go(func() {
+				for i := range next {
+					var got []string
+					got, errs[i] = cold.Translate(ctx, pair, []string{texts[i]})
+					if errs[i] == nil {
+						out[i] = got[0]
+					}
+				}
+			})
+		}
+		for i := range texts {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("one-shot: %v", err)
+		}
+		return out
+	}
 	for _, tc := range pairs {
 		t.Run(tc.mode, func(t *testing.T) {
 			if ok, err := warm.Supports(ctx, tc.pair); err != nil || !ok {
 				t.Fatalf("mode %s is not installed: %v", tc.mode, err)
 			}
 			texts := corpus(tc.pair.Source, 210)
-			want := make([]string, len(texts))
-			errs := make([]error, len(texts))
-			var wg sync.WaitGroup
-			next := make(chan int)
-			for range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range next {
-						var out []string
-						out, errs[i] = cold.Translate(ctx, tc.pair, []string{texts[i]})
-						if errs[i] == nil {
-							want[i] = out[0]
-						}
+			golden := filepath.Join("testdata", "oneshot-"+tc.mode+".json")
+			var want []string
+			if *updateGolden {
+				want = oneShot(t, tc.pair, texts)
+				data, err := json.MarshalIndent(recorded{Texts: texts, OneShot: want}, "", " ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				data, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (record it with -update-oneshot)", err)
+				}
+				var rec recorded
+				if err := json.Unmarshal(data, &rec); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(rec.Texts, texts) {
+					t.Fatalf("%s was recorded for another corpus: record it again with -update-oneshot", golden)
+				}
+				want = rec.OneShot
+				// The recorded outputs are this installation's: a spread subset, live.
+				var idx []int
+				var sample []string
+				for k := range liveChecks {
+					i := k * len(texts) / liveChecks
+					idx = append(idx, i)
+					sample = append(sample, texts[i])
+				}
+				for k, got := range oneShot(t, tc.pair, sample) {
+					if got != want[idx[k]] {
+						t.Fatalf("%s: the live one-shot output of text %d %.80q is %.200q, recorded %.200q: record again with -update-oneshot",
+							tc.mode, idx[k], sample[k], got, want[idx[k]])
 					}
-				}()
-			}
-			for i := range texts {
-				next <- i
-			}
-			close(next)
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
-				t.Fatalf("one-shot: %v", err)
+				}
 			}
 			diffs := 0
 			for i, text := range texts {
@@ -88,6 +144,12 @@ func TestWarmMatchesOneShot(t *testing.T) {
 			t.Logf("%s: %d texts, %d differences", tc.mode, len(texts), diffs)
 		})
 	}
+}
+
+// recorded is a pair's corpus with the one-shot path's output of each text.
+type recorded struct {
+	Texts   []string `json:"texts"`
+	OneShot []string `json:"oneShot"`
 }
 
 // TestWarmRestartsKilledPipeline kills a program in the middle of a warm pipeline: the next
