@@ -2,8 +2,6 @@ package translate_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/redistest"
 
-	"github.com/redis/go-redis/v9"
+	"supportplatform.dev/pkg/apperr"
 
 	"supportplatform.dev/ai/apertium"
 	"supportplatform.dev/ai/llmtranslate"
@@ -170,24 +168,8 @@ func TestBrokenApertiumFallsBackToTheModel(t *testing.T) {
 }
 
 func TestRedisCachedTranslation(t *testing.T) {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	rdb, prefix := redistest.Open(t, "translation")
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("redis at %s: %v", addr, err)
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "test:translation:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		if keys, err := rdb.Keys(ctx, prefix+"*").Result(); err == nil && len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
 
 	ap := &countingEngine{Translator: realApertium(t)}
 	svc := translate.New(translate.Config{Providers: []mt.Translator{ap}, Cache: rediscache.New(rdb, prefix), CacheTTL: time.Minute})

@@ -2,11 +2,10 @@ package rediscache
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
+
+	"supportplatform.dev/pkg/redistest"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,25 +21,7 @@ var _ translate.Cache = (*Cache)(nil)
 // its own, and deletes the test's keys afterwards.
 func newTestCache(t *testing.T) (*Cache, *redis.Client, string) {
 	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("redis at %s: %v", addr, err)
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "test:translation:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		keys, err := rdb.Keys(ctx, prefix+"*").Result()
-		if err == nil && len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
+	rdb, prefix := redistest.Open(t, "translation")
 	return New(rdb, prefix), rdb, prefix
 }
 

@@ -2,12 +2,11 @@ package redishistory
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"math"
-	"os"
 	"testing"
 	"time"
+
+	"supportplatform.dev/pkg/redistest"
 
 	"github.com/redis/go-redis/v9"
 
@@ -20,25 +19,7 @@ var _ translate.SourceHistory = (*History)(nil)
 // of its own, and deletes the test's keys afterwards.
 func newTestHistory(t *testing.T) (*History, *redis.Client, string) {
 	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("redis at %s: %v", addr, err)
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "test:translation:srclang:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		keys, err := rdb.Keys(ctx, prefix+"*").Result()
-		if err == nil && len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
+	rdb, prefix := redistest.Open(t, "translation:srclang")
 	return New(rdb, prefix, time.Hour), rdb, prefix
 }
 
