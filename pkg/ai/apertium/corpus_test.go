@@ -21,6 +21,18 @@ var corpusWords = map[string]struct{ adj, noun, verb, extra []string }{
 		verb:  []string{"ve", "necesita", "abre", "envía", "quiere", "encuentra", "paga", "cancela", "pierde", "revisa"},
 		extra: []string{"hoy", "mañana", "otra vez", "por favor", "ahora", "ayer", "rápidamente", "pronto"},
 	},
+	"ca": {
+		adj:   []string{"petit", "gran", "vermell", "vell", "nou", "feliç", "trencat", "tard", "blau", "blanca"},
+		noun:  []string{"comanda", "factura", "casa", "client", "paquet", "contrasenya", "reemborsament", "ciutat", "impressora", "compte"},
+		verb:  []string{"veu", "necessita", "obre", "envia", "vol", "troba", "paga", "cancel·la", "perd", "revisa"},
+		extra: []string{"avui", "demà", "una altra vegada", "si us plau", "ara", "ahir", "ràpidament", "aviat"},
+	},
+	"pt": {
+		adj:   []string{"pequeno", "grande", "vermelho", "velho", "novo", "feliz", "quebrado", "atrasado", "azul", "branca"},
+		noun:  []string{"pedido", "fatura", "casa", "cliente", "pacote", "senha", "reembolso", "cidade", "impressora", "conta"},
+		verb:  []string{"vê", "precisa", "abre", "envia", "quer", "encontra", "paga", "cancela", "perde", "verifica"},
+		extra: []string{"hoje", "amanhã", "outra vez", "por favor", "agora", "ontem", "rapidamente", "logo"},
+	},
 	"fr": {
 		adj:   []string{"petit", "grand", "rouge", "vieux", "nouveau", "heureux", "cassé", "bleu", "blanche", "dernier"},
 		noun:  []string{"commande", "facture", "maison", "client", "colis", "mot de passe", "remboursement", "ville", "imprimante", "compte"},

@@ -18,10 +18,8 @@ import (
 	"supportplatform.dev/ai/mt"
 )
 
-// TestWarmMatchesOneShot translates a corpus of more than 200 texts per pair one-shot (the
-// apertium command per text) and warm, and wants the same strings, text by text and as one batch.
 // updateGolden regenerates testdata/oneshot-<mode>.json, the one-shot path's output for the
-// equivalence corpus (about 840 apertium runs: minutes of CPU):
+// equivalence corpus (about 1,700 apertium runs: minutes of CPU):
 //
 //	go test ./apertium -run TestWarmMatchesOneShot -update-oneshot
 var updateGolden = flag.Bool("update-oneshot", false, "record the one-shot outputs of the warm equivalence corpus")
@@ -30,10 +28,11 @@ var updateGolden = flag.Bool("update-oneshot", false, "record the one-shot outpu
 // every run, spread over the corpus, proving that the recorded outputs are this installation's.
 const liveChecks = 8
 
-// TestWarmMatchesOneShot translates a corpus of 210 texts per pair (sentences from word lists,
-// markup-like text, emoji, very long lines, empty lines, control characters) warm, one by one
-// and as one batch, and requires exactly the one-shot path's output for each: the outputs the
-// one-shot path recorded in testdata (all of them), and a live one-shot run of a spread subset.
+// TestWarmMatchesOneShot translates, for each installed language pair, a corpus of 210 texts
+// (sentences from word lists, markup-like text, emoji, very long lines, empty lines, control
+// characters) warm, one by one and as one batch, and requires exactly the one-shot path's output
+// for each: the outputs the one-shot path recorded in testdata (all of them), and a live one-shot
+// run of a spread subset.
 func TestWarmMatchesOneShot(t *testing.T) {
 	requireApertium(t)
 	pairs := []struct {
@@ -44,6 +43,10 @@ func TestWarmMatchesOneShot(t *testing.T) {
 		{"spa-eng", mt.Pair{Source: "es", Target: "en"}},
 		{"eng-cat", mt.Pair{Source: "en", Target: "ca"}},
 		{"fr-es", mt.Pair{Source: "fr", Target: "es"}},
+		{"cat-eng", mt.Pair{Source: "ca", Target: "en"}},
+		{"es-fr", mt.Pair{Source: "es", Target: "fr"}},
+		{"es-pt", mt.Pair{Source: "es", Target: "pt"}},
+		{"pt-es", mt.Pair{Source: "pt", Target: "es"}},
 	}
 	cold := New(Config{MaxProcesses: 2, Timeout: 2 * time.Minute})
 	warm := New(Config{Warm: true, MaxProcesses: 2, Timeout: 30 * time.Second})
