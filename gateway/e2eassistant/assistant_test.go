@@ -384,4 +384,19 @@ func TestFeedbackReport(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	wantStatus(t, client(t).Do(http.MethodGet, "/api/Assistant/feedback", w.tn.AgentToken, nil), http.StatusForbidden, nil)
+	// A bad window is a 400 naming the parameter.
+	r := client(t).Do(http.MethodGet, "/api/Assistant/feedback?from=yesterday", w.tn.AdminToken, nil)
+	wantStatus(t, r, http.StatusBadRequest, nil)
+	if !strings.Contains(r.String(), "from") {
+		t.Fatalf("problem does not name from: %s", r.String())
+	}
+	// Another tenant's report holds none of this tenant's replies.
+	other := newTenant(t)
+	var empty struct {
+		Engines []struct{ Prepared int } `json:"engines"`
+	}
+	wantStatus(t, client(t).Do(http.MethodGet, "/api/Assistant/feedback", other.AdminToken, nil), http.StatusOK, &empty)
+	if len(empty.Engines) != 0 {
+		t.Fatalf("another tenant's report %+v", empty)
+	}
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,6 +95,45 @@ func TestSavePreparedReply(t *testing.T) {
 	patched, _ := s.Message(ctx, tenantA, m2.ID)
 	if patched.AIReplyText != "Agent text" || patched.AIReplyProvenance != nil || patched.AIReplyDocuments != nil {
 		t.Fatalf("patched %+v", patched)
+	}
+}
+
+// Two assistant replicas preparing one message at once (a redelivery
+// while the first handler still runs): one reply is stored, one event
+// written.
+func TestSavePreparedReplyParallel(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	m := msgOpen(t, s, tenantA, "Where is my parcel?")
+	const n = 8
+	var wg sync.WaitGroup
+	var saved atomic.Int32
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			ok, err := s.SavePreparedReply(ctx, tenantA, m.ID, preparedReply(fmt.Sprintf("Reply %d", i)))
+			if err != nil {
+				errs <- err
+			}
+			if ok {
+				saved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := s.Message(ctx, tenantA, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Load() != 1 || got.AIReplyStatus != tickets.AIReplyPrepared || !strings.HasPrefix(got.AIReplyText, "Reply ") {
+		t.Fatalf("%d saved, message %+v", saved.Load(), got)
+	}
+	if evs := msgEvents(t, pool, contracts.EventMessageUpdated); len(evs) != 1 {
+		t.Fatalf("%d ticket.message.updated events, want 1", len(evs))
 	}
 }
 
