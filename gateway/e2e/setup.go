@@ -68,11 +68,11 @@ func Tail(s string, lines int) string {
 	return s
 }
 
-// RunSuite runs a suite's tests against its started stack, prints the end
+// runSuite runs a suite's tests against its started stack, prints the end
 // of the stack's output when one failed, stops the stack and returns the
 // exit code (non-zero also when the stack did not stop cleanly). backends
 // are opened for the tests first (*out) and closed after.
-func RunSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer, out **Backends) int {
+func runSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer, out **Backends, before ...func()) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	b, err := OpenBackends(ctx, stk)
 	cancel()
@@ -83,6 +83,9 @@ func RunSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer
 	}
 	*out = b
 	defer b.Close()
+	for _, fn := range before {
+		fn()
+	}
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", Tail(stackLog.String(), 400))
