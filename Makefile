@@ -1,23 +1,36 @@
-# Thin entry points; the logic lives in deploy/cmd/devstack, deploy/cmd/bench
+# Thin entry points; the logic lives in deploy/cmd/devstack, deploy/cmd/bench, deploy/cmd/soak
 # and scripts/. The deploy module is built outside the workspace
 # (GOWORK=off, its own go.sum) so these targets work while other modules of
 # go.work are still being written.
 GO      ?= go
+FUZZTIME ?= 30s
 DEVSTACK = bin/devstack
 
-.PHONY: run test bench build traefik infra deps devstack
+.PHONY: run test lint fuzz bench soak build traefik infra deps devstack docs-assets docs-check
 
 ## run: build everything, start infra, seed the demo customer, run all services behind the gateway (Ctrl-C stops)
 run: devstack
 	$(DEVSTACK) run
 
-## test: unit, integration and end-to-end tests of every module in go.work
-test: deps traefik infra
+## test: static checks (make lint) first, then unit, integration and end-to-end tests of every module in go.work
+test: lint deps traefik infra
 	scripts/gotest-all.sh
+
+## lint: gofmt, go vet and staticcheck (pinned, installed into bin/) over every module and the Traefik plugins
+lint:
+	scripts/lint.sh
+
+## fuzz: every Go fuzz target (func FuzzXxx, found by grep) for FUZZTIME each (default 30s), one after another; FUZZ=regexp picks some
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 ## bench: GET /api/Customers/me through the gateway vs. a static handler behind the same gateway
 bench: traefik infra
 	cd deploy && GOWORK=off $(GO) run ./cmd/bench $(BENCH_FLAGS)
+
+## soak: SOAK_DURATION (default 10m) at half the measured peak through the gateway over a mix of routes; errors and RSS growth per service (not in make test)
+soak: traefik infra
+	cd deploy && GOWORK=off $(GO) run ./cmd/soak $(SOAK_FLAGS)
 
 ## build: service binaries and traefik into bin/
 build: devstack
@@ -30,6 +43,15 @@ traefik: devstack
 ## infra: PostgreSQL, Redis, NATS up; Debian packages the services need installed
 infra: devstack
 	$(DEVSTACK) infra
+
+## docs-assets: vendor the pinned OpenAPI viewer (npm ci) into services/docs and copy gateway/openapi.yaml there
+docs-assets:
+	scripts/docs-assets.sh
+
+## docs-check: open /docs through a real gateway in headless Chromium, check every operation is listed; screenshot bin/docs.png
+docs-check: traefik infra
+	mkdir -p bin
+	cd gateway && DOCS_SCREENSHOT=$(CURDIR)/bin/docs.png $(GO) test -count=1 -v -run 'TestReferencePage|TestPageThroughTheGateway' ./e2edocs/
 
 ## deps: download the Go modules of every module
 deps:

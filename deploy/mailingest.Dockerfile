@@ -21,4 +21,6 @@ COPY --from=build /out/mailingest /usr/local/bin/mailingest
 USER 65532:65532
 ENV HTTP_ADDR=:8080
 EXPOSE 8080
+# GET /readyz of HTTP_ADDR, exit 0 or 1 (no shell or wget in the image).
+HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=5 CMD ["/usr/local/bin/mailingest", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/mailingest"]

@@ -25,4 +25,6 @@ COPY --from=build /out/translation /usr/local/bin/translation
 USER 65532:65532
 ENV HTTP_ADDR=:8080
 EXPOSE 8080
+# GET /readyz of HTTP_ADDR, exit 0 or 1 (no shell or wget in the image).
+HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=5 CMD ["/usr/local/bin/translation", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/translation"]

@@ -16,24 +16,7 @@ if [[ "${1:-}" == "-download" ]]; then
 	download_only=true
 fi
 
-mapfile -t uses < <(awk '
-	{ sub(/\/\/.*/, "") }
-	/^use[ \t]*\(/ { block = 1; next }
-	block && /^\)/ { block = 0; next }
-	block && NF { print $1; next }
-	/^use[ \t]+[^(]/ { print $2 }
-' go.work)
-
-modules=()
-missing=()
-for m in "${uses[@]}"; do
-	m=${m#./}
-	if [[ -f "$m/go.mod" ]]; then
-		modules+=("$m")
-	else
-		missing+=("$m")
-	fi
-done
+source scripts/modules.sh
 
 if ((${#missing[@]} > 0)); then
 	echo "note: skipping modules without go.mod: ${missing[*]}"
@@ -49,8 +32,6 @@ if ((${#missing[@]} > 0)); then
 	export GOWORK="$tmp/go.work"
 fi
 
-plugins=(gateway/plugins-local/src/github.com/supportplatform/*)
-
 if $download_only; then
 	for m in "${modules[@]}"; do
 		(cd "$m" && go mod download)
@@ -58,13 +39,25 @@ if $download_only; then
 	exit 0
 fi
 
+# The whole output is also kept, so that a failure's own messages can be
+# repeated at the end, where a CI log's tail shows them.
+out=$(mktemp -t sp-test-output-XXXXXX.log)
 status=0
 for m in "${modules[@]}"; do
 	echo "=== $m"
-	(cd "$m" && go test -race -count=1 -timeout 20m ./...) || status=1
+	(cd "$m" && go test -race -count=1 -timeout 20m ./...) 2>&1 | tee -a "$out" || status=1
 done
 for plugin in "${plugins[@]}"; do
 	echo "=== $plugin"
-	(cd "$plugin" && GOWORK=off go test -race -count=1 ./...) || status=1
+	(cd "$plugin" && GOWORK=off go test -race -count=1 ./...) 2>&1 | tee -a "$out" || status=1
 done
+if ((status != 0)); then
+	echo
+	echo "=== failures (the whole output is in $out)"
+	# The failed tests and packages, and the messages of t.Error and
+	# t.Fatal and the testing package (file.go:N: ...), each cut to 500 characters.
+	grep -E -e '--- FAIL|^FAIL|^panic:|^\s+[A-Za-z0-9_.]+\.go:[0-9]+: ' "$out" | cut -c1-500 | tail -n 120 || true
+else
+	rm -f "$out"
+fi
 exit $status

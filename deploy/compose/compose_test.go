@@ -75,7 +75,18 @@ func TestServicesUseTheirOwnCredentials(t *testing.T) {
 	_, p := loadProject(t)
 	pgPassword := envValue(p.Services["postgres"], "POSTGRES_PASSWORD")
 	for _, s := range stack.Services {
-		cs := p.Services[s.Name]
+		cs, ok := p.Services[s.Name]
+		if !ok {
+			continue // TestEveryBinaryIsAComposeService names it
+		}
+		if s.Standalone {
+			for _, key := range []string{"DATABASE_URL", "DATABASE_MIGRATE_URL", "REDIS_URL", "NATS_URL"} {
+				if v := envValue(cs, key); v != "" {
+					t.Errorf("%s uses no backend but has %s=%s", s.Name, key, v)
+				}
+			}
+			continue
+		}
 		if envValue(cs, "NATS_PREFIX") != stack.ComposeNATSPrefix {
 			t.Errorf("%s: NATS_PREFIX=%q, but nats.conf is generated for %q", s.Name, envValue(cs, "NATS_PREFIX"), stack.ComposeNATSPrefix)
 		}
@@ -124,15 +135,8 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rel, want := range files {
-		got, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Errorf("%s: %v (run `go run ./cmd/gencompose` in deploy/)", rel, err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is out of date: run `go run ./cmd/gencompose` in deploy/", rel)
-		}
+	for _, rel := range stack.StaleFiles(root, files) {
+		t.Errorf("%s is missing or out of date: run `go run ./cmd/gencompose` in deploy/", rel)
 	}
 }
 
@@ -192,6 +196,16 @@ func TestGatewayRoutesTargetComposeServices(t *testing.T) {
 			t.Errorf("router %s uses undefined service %s", name, r.Service)
 		}
 	}
+	// Every upstream is a routed service of the table, so the gateway sends
+	// nothing to a worker or to infrastructure.
+	for name, svc := range dynamic.HTTP.Services {
+		for _, srv := range svc.LoadBalancer.Servers {
+			u, _ := url.Parse(srv.URL)
+			if ts, ok := stack.LookupService(u.Hostname()); !ok || !ts.Routed() {
+				t.Errorf("gateway service %s sends to %s, which is not a routed service of the table", name, srv.URL)
+			}
+		}
+	}
 
 	for _, s := range stack.Services {
 		cs, ok := p.Services[s.Name]
@@ -214,7 +228,13 @@ func TestGatewayRoutesTargetComposeServices(t *testing.T) {
 func TestServiceEnvironmentTargetsComposeServices(t *testing.T) {
 	_, p := loadProject(t)
 	for _, s := range stack.Services {
-		cs := p.Services[s.Name]
+		if s.Standalone {
+			continue // no backend (TestServicesUseTheirOwnCredentials)
+		}
+		cs, ok := p.Services[s.Name]
+		if !ok {
+			continue // TestEveryBinaryIsAComposeService names it
+		}
 		keys := []string{"REDIS_URL", "NATS_URL", "AUTH_JWKS_URL"}
 		if s.Schema != "" {
 			keys = append(keys, "DATABASE_URL", "DATABASE_MIGRATE_URL")
@@ -267,4 +287,162 @@ func envValue(s types.ServiceConfig, key string) string {
 		return *v
 	}
 	return ""
+}
+
+// Every binary of the service table is a compose service that compose can
+// build, check, order and configure: built from its generated Dockerfile, a
+// healthcheck running its own binary's `healthcheck`, depends_on with
+// conditions (infrastructure healthy; auth healthy for the routed
+// services, whose requests need its JWKS; the service that migrates a
+// shared schema healthy for the others of that schema), env files that
+// exist, and no fixed container name or host port, so that it scales.
+// A Standalone service (the API reference page) waits for nothing and reads
+// no common.env, which holds the backends' URLs: only its own env file.
+func TestEveryBinaryIsAComposeService(t *testing.T) {
+	root, p := loadProject(t)
+	for _, s := range stack.Services {
+		cs, ok := p.Services[s.Name]
+		if !ok {
+			t.Errorf("service table entry %s has no block in docker-compose.yml: add one with build, healthcheck, depends_on and env_file", s.Name)
+			continue
+		}
+		if cs.Build == nil {
+			t.Errorf("%s: no build", s.Name)
+		}
+
+		hc := cs.HealthCheck
+		wantTest := types.HealthCheckTest{"CMD", "/usr/local/bin/" + s.Name, "healthcheck"}
+		switch {
+		case hc == nil || hc.Disable:
+			t.Errorf("%s: no healthcheck; want test %q", s.Name, wantTest)
+		case !slices.Equal(hc.Test, wantTest):
+			t.Errorf("%s: healthcheck test %q, want %q (the binary checks its own /readyz)", s.Name, hc.Test, wantTest)
+		case hc.Interval == nil || hc.Timeout == nil || hc.Retries == nil:
+			t.Errorf("%s: healthcheck without interval, timeout or retries: %+v", s.Name, hc)
+		}
+
+		for dep, want := range requiredDependencies(s) {
+			d, ok := cs.DependsOn[dep]
+			if !ok || d.Condition != want {
+				t.Errorf("%s: depends_on %s with condition %q, want %q", s.Name, dep, d.Condition, want)
+			}
+		}
+		for dep, d := range cs.DependsOn {
+			if d.Condition != types.ServiceConditionHealthy && d.Condition != types.ServiceConditionCompletedSuccessfully {
+				t.Errorf("%s: depends_on %s with condition %q: start only after it is healthy", s.Name, dep, d.Condition)
+			}
+		}
+
+		wantEnv := []string{"deploy/env/common.env.example", "deploy/env/" + s.Name + ".env.example"}
+		if s.Standalone {
+			wantEnv = wantEnv[1:]
+		}
+		var envFiles []string
+		for _, f := range cs.EnvFiles {
+			envFiles = append(envFiles, f.Path)
+			if _, err := os.Stat(f.Path); err != nil {
+				t.Errorf("%s: env_file %s: %v", s.Name, f.Path, err)
+			}
+		}
+		for _, w := range wantEnv {
+			if !slices.Contains(envFiles, filepath.Join(root, w)) {
+				t.Errorf("%s: env_file %v does not include %s", s.Name, envFiles, w)
+			}
+		}
+		if s.Standalone {
+			// Its env files are all it reads: nothing of common.env's
+			// backends, nor a dependency on one.
+			if slices.Contains(envFiles, filepath.Join(root, "deploy/env/common.env.example")) {
+				t.Errorf("%s uses no backend but reads common.env.example (the backends' URLs)", s.Name)
+			}
+			for dep := range cs.DependsOn {
+				t.Errorf("%s uses no backend but depends_on %s", s.Name, dep)
+			}
+		}
+
+		if cs.ContainerName != "" || len(cs.Ports) > 0 {
+			t.Errorf("%s: container_name %q, ports %v: a service is reached through the gateway and must be able to scale", s.Name, cs.ContainerName, cs.Ports)
+		}
+	}
+}
+
+// The ingest path (the provider's callbacks and the folder imports) runs
+// several replicas.
+func TestIngestRunsReplicas(t *testing.T) {
+	_, p := loadProject(t)
+	for _, name := range stack.ScaledServices {
+		cs, ok := p.Services[name]
+		if !ok {
+			t.Errorf("%s is not a compose service", name)
+			continue
+		}
+		if cs.Deploy == nil || cs.Deploy.Replicas == nil || *cs.Deploy.Replicas < 2 {
+			t.Errorf("%s: deploy.replicas %v, want at least 2", name, cs.Deploy)
+		}
+	}
+}
+
+// The gateway starts once every service it routes to is healthy.
+func TestTraefikWaitsForRoutedServices(t *testing.T) {
+	_, p := loadProject(t)
+	tr := p.Services["traefik"]
+	for _, s := range stack.Services {
+		if !s.Routed() {
+			continue
+		}
+		if d, ok := tr.DependsOn[s.Name]; !ok || d.Condition != types.ServiceConditionHealthy {
+			t.Errorf("traefik: depends_on %s with condition %q, want %s", s.Name, d.Condition, types.ServiceConditionHealthy)
+		}
+	}
+}
+
+// requiredDependencies are the compose services s must wait for, with
+// their condition.
+func requiredDependencies(s stack.Service) map[string]string {
+	if s.Standalone {
+		return nil // ready as soon as it listens: nothing to wait for
+	}
+	deps := map[string]string{
+		"redis": types.ServiceConditionHealthy,
+		"nats":  types.ServiceConditionHealthy,
+	}
+	if s.Schema != "" {
+		deps["postgres"] = types.ServiceConditionHealthy
+		// The first service of the table with this schema migrates it (and
+		// relays its outbox); the others start after it.
+		for _, o := range stack.Services {
+			if o.Schema == s.Schema {
+				if o.Name != s.Name {
+					deps[o.Name] = types.ServiceConditionHealthy
+				}
+				break
+			}
+		}
+	}
+	if s.Routed() && s.Name != "auth" {
+		deps["auth"] = types.ServiceConditionHealthy
+	}
+	return deps
+}
+
+// Every variable the env files give a service is one the README's
+// configuration tables document, so a misspelt name fails here instead of
+// being ignored by the service.
+func TestEveryVariableIsDocumented(t *testing.T) {
+	root, p := loadProject(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stack.Services {
+		cs, ok := p.Services[s.Name]
+		if !ok {
+			continue // TestEveryBinaryIsAComposeService names it
+		}
+		for v := range cs.Environment {
+			if !bytes.Contains(readme, []byte("| `"+v+"`")) && !bytes.Contains(readme, []byte("`"+v+"`, ")) {
+				t.Errorf("%s: %s is set but not in the README's configuration tables", s.Name, v)
+			}
+		}
+	}
 }

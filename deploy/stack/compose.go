@@ -3,7 +3,10 @@ package stack
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -37,14 +40,19 @@ func ComposeNATSPasswordEnv(service string) string {
 // ComposeGatewayConfig is the gateway configuration of the compose
 // deployment: Traefik's own default certificate, the access log on stdout,
 // every routed service at http://<service>:8080.
-func ComposeGatewayConfig() GatewayConfig {
+func ComposeGatewayConfig() GatewayConfig { return containerGatewayConfig(ComposeServicePort) }
+
+// containerGatewayConfig is the gateway of a deployment in containers
+// (compose, Kubernetes): Traefik in its own container, the access log on
+// stdout, every routed service reached by its name at servicePort.
+func containerGatewayConfig(servicePort int) GatewayConfig {
 	return GatewayConfig{
 		WebAddress:       ":8080",
 		WebSecureAddress: ":8443",
 		DynamicFile:      "/etc/traefik/dynamic.yml",
 		LogLevel:         "INFO",
 		Routes: ServiceRoutes(Services, func(s Service) string {
-			return fmt.Sprintf("http://%s:%d", s.Name, ComposeServicePort)
+			return fmt.Sprintf("http://%s:%d", s.Name, servicePort)
 		}),
 		RateLimit: DefaultRateLimit,
 	}
@@ -89,4 +97,18 @@ func GenerateComposeFiles(repoRoot string) (map[string][]byte, error) {
 		files[DockerfilePath(s)] = b.Bytes()
 	}
 	return files, nil
+}
+
+// StaleFiles are the paths of files (GenerateComposeFiles,
+// GenerateK8sFiles: relative to repoRoot) whose committed copy is missing
+// or differs from the generated one, sorted.
+func StaleFiles(repoRoot string, files map[string][]byte) []string {
+	var stale []string
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		old, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(rel)))
+		if err != nil || !bytes.Equal(old, files[rel]) {
+			stale = append(stale, rel)
+		}
+	}
+	return stale
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"supportplatform.dev/pkg/tcptest"
+
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -29,25 +31,14 @@ func TestEnsureInfraAnswers(t *testing.T) {
 
 // A port held by something that is not the expected server must not pass.
 func TestInfraChecksRejectImpostors(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\n\r\n")
-			c.Close()
-		}
-	}()
+	addr := tcptest.Serve(t, func(c net.Conn) {
+		_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\n\r\n")
+		c.Close()
+	})
 	in := LocalInfra(nil)
-	in.RedisAddr = l.Addr().String()
-	in.NATSAddr = l.Addr().String()
-	in.PostgresURL = "postgres://postgres@" + l.Addr().String() + "/postgres?sslmode=disable&connect_timeout=2"
+	in.RedisAddr = addr
+	in.NATSAddr = addr
+	in.PostgresURL = "postgres://postgres@" + addr + "/postgres?sslmode=disable&connect_timeout=2"
 	if err := in.checkRedis(t.Context()); err == nil {
 		t.Error("redis check passed against a non-Redis server")
 	}

@@ -24,6 +24,9 @@ type processSpec struct {
 	logFile string    // raw output, appended
 	// stopSignal asks the process to exit cleanly; default SIGTERM.
 	stopSignal syscall.Signal
+	// cred runs the process as another user (PostgreSQL refuses root);
+	// nil: as the supervisor.
+	cred *syscall.Credential
 }
 
 // process is one supervised child: its output goes line by line, prefixed,
@@ -62,7 +65,9 @@ func startProcess(spec processSpec) (*process, error) {
 		// a child also stops whatever it spawned.
 		Setpgid: true,
 		// If the supervisor dies without stopping them, the children go too.
-		Pdeathsig: syscall.SIGTERM,
+		// (Go sets it after switching to cred, which would clear it.)
+		Pdeathsig:  syscall.SIGTERM,
+		Credential: spec.cred,
 	}
 	if err := cmd.Start(); err != nil {
 		file.Close()

@@ -85,10 +85,7 @@ func (s *Stack) StopService(service string) error {
 // address with the same configuration and JetStream store, after down has
 // passed: every client's connection drops and must come back by itself.
 func (s *Stack) RestartNATS(ctx context.Context, down time.Duration) error {
-	if s.natsProc == nil {
-		return fmt.Errorf("stack: NATS is not started")
-	}
-	if err := s.natsProc.stop(15 * time.Second); err != nil {
+	if err := s.StopNATS(); err != nil {
 		return err
 	}
 	select {
@@ -96,11 +93,39 @@ func (s *Stack) RestartNATS(ctx context.Context, down time.Duration) error {
 		return ctx.Err()
 	case <-time.After(down):
 	}
-	spec := s.natsProc.spec
-	p, err := startProcess(spec)
+	return s.StartNATS(ctx)
+}
+
+// StopNATS stops the stack's NATS server (an outage until StartNATS).
+func (s *Stack) StopNATS() error {
+	s.mu.Lock()
+	p := s.natsProc
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("stack: NATS is not started")
+	}
+	return p.stop(15 * time.Second)
+}
+
+// StartNATS starts the stack's NATS server again after StopNATS, on the
+// same address with the same configuration and JetStream store, and waits
+// until it answers.
+func (s *Stack) StartNATS(ctx context.Context) error {
+	s.mu.Lock()
+	old := s.natsProc
+	s.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("stack: NATS is not started")
+	}
+	if !old.exited() {
+		return fmt.Errorf("stack: NATS is running")
+	}
+	p, err := startProcess(old.spec)
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.natsProc = p
+	s.mu.Unlock()
 	return p.waitReady(ctx, 30*time.Second, func(ctx context.Context) error { return checkNATSAt(ctx, s.natsAddr) })
 }

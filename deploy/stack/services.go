@@ -41,6 +41,10 @@ type Service struct {
 	// DebPackages are the Debian packages the binary needs at run time:
 	// installed by `make test`/`make run` when missing, and in its image.
 	DebPackages []string
+	// Standalone marks a service that uses neither PostgreSQL, Redis nor
+	// NATS (the API reference page): it is given no URL or credentials for
+	// them and has no NATS user (least privilege).
+	Standalone bool
 }
 
 // Services is the table of every binary, in start order: auth first because
@@ -99,6 +103,13 @@ var Services = []Service{
 		Prefixes: []string{"/api/Translations"},
 		// The offline machine-translation engine and its language pairs.
 		DebPackages: []string{"apertium", "apertium-eng-spa", "apertium-eng-cat", "apertium-fr-es", "apertium-es-pt"},
+	},
+	{
+		// The API reference page: Swagger UI over gateway/openapi.yaml,
+		// embedded in the binary (default HTTP_ADDR 127.0.0.1:8091).
+		Name:       "docs",
+		Prefixes:   []string{"/docs"},
+		Standalone: true,
 	},
 }
 

@@ -1,7 +1,10 @@
 package stack
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,5 +103,38 @@ func TestCallbackRule(t *testing.T) {
 		if re.MatchString(p) != want {
 			t.Errorf("%s: callback %v, want %v", p, !want, want)
 		}
+	}
+}
+
+func TestMissing(t *testing.T) {
+	built := []string{"auth", "topics"}
+	for _, tc := range []struct {
+		need []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"auth"}, ""},
+		{[]string{"auth", "tickets", "topics", "mailingest"}, "tickets, mailingest"},
+	} {
+		if got := Missing(tc.need, built); got != tc.want {
+			t.Errorf("Missing(%v) = %q, want %q", tc.need, got, tc.want)
+		}
+	}
+}
+
+func TestStaleFiles(t *testing.T) {
+	root := t.TempDir()
+	for rel, content := range map[string]string{"a/same.yml": "x: 1\n", "a/changed.yml": "x: 1\n"} {
+		path := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := StaleFiles(root, map[string][]byte{"a/same.yml": []byte("x: 1\n"), "a/changed.yml": []byte("x: 2\n"), "b/missing.yml": []byte("")})
+	if want := []string{"a/changed.yml", "b/missing.yml"}; !slices.Equal(got, want) {
+		t.Fatalf("StaleFiles = %v, want %v", got, want)
 	}
 }

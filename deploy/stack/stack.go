@@ -69,6 +69,11 @@ type Options struct {
 	JWTIssuer   string // default DefaultJWTIssuer
 	JWTAudience string // default DefaultJWTAudience
 	Infra       *Infra // default LocalInfra
+	// OTLPEndpoint, when set, turns tracing on: every service exports its
+	// spans there (OTEL_EXPORTER_OTLP_ENDPOINT) and so does Traefik. It is
+	// an OTLP/HTTP collector's base URL (http://127.0.0.1:4318); make run
+	// takes it from OTEL_EXPORTER_OTLP_ENDPOINT.
+	OTLPEndpoint string
 	// Now is used for TLS certificate validity; default time.Now.
 	Now func() time.Time
 }
@@ -261,6 +266,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		RateLimit:      opts.RateLimit,
 		RequestTimeout: opts.RequestTimeout,
 		TLS:            s.TLS,
+		OTLPEndpoint:   opts.OTLPEndpoint,
 		Log:            s.log,
 	})
 	if err != nil {
@@ -299,8 +305,18 @@ func selectServices(opts Options) ([]Service, error) {
 // serviceEnv is a service's environment. Least privilege: the service
 // connects to PostgreSQL as its own role (created and granted by its
 // migrations, which run as the administrator) and to NATS as its own user;
-// a service without a schema gets no database URL at all.
+// a service without a schema gets no database URL at all, and a standalone
+// one no URL of any backend.
 func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]string, error) {
+	if svc.Standalone {
+		env := append(baseEnv(),
+			"HTTP_ADDR=127.0.0.1:"+strconv.Itoa(portOf[svc.Name]),
+			"LOG_LEVEL="+opts.LogLevel,
+			"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
+		)
+		env = append(env, opts.Env["*"]...)
+		return append(env, opts.Env[svc.Name]...), nil
+	}
 	natsURL, err := s.serviceNATSURL(svc)
 	if err != nil {
 		return nil, err
@@ -325,6 +341,9 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 		"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
 		"PUBLIC_BASE_URL=https://127.0.0.1:"+strconv.Itoa(opts.HTTPSPort),
 	)
+	if opts.OTLPEndpoint != "" {
+		env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT="+opts.OTLPEndpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+	}
 	if svc.Name == "auth" {
 		env = append(env,
 			"AUTH_SIGNING_KEY_FILE="+filepath.Join(s.DataDir, "auth", "signing-key.pem"),

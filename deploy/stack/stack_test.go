@@ -121,6 +121,34 @@ func TestRenderGatewayConfig(t *testing.T) {
 		t.Errorf("rate limit %v", rl)
 	}
 
+	// Tracing is off unless the stack has an OTLP endpoint; then Traefik
+	// exports to its traces URL.
+	if strings.Contains(string(static), "tracing:") {
+		t.Errorf("tracing configured without an endpoint:\n%s", static)
+	}
+	cfg.TracingEndpoint = TracesURL("http://127.0.0.1:4318/")
+	static, _, err = RenderGatewayConfig(filepath.Join(root, "gateway"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		Tracing struct {
+			ServiceName string  `yaml:"serviceName"`
+			SampleRate  float64 `yaml:"sampleRate"`
+			OTLP        struct {
+				HTTP struct {
+					Endpoint string `yaml:"endpoint"`
+				} `yaml:"http"`
+			} `yaml:"otlp"`
+		} `yaml:"tracing"`
+	}
+	if err := yaml.Unmarshal(static, &tr); err != nil {
+		t.Fatalf("static with tracing: %v\n%s", err, static)
+	}
+	if tr.Tracing.OTLP.HTTP.Endpoint != "http://127.0.0.1:4318/v1/traces" || tr.Tracing.ServiceName != "traefik" || tr.Tracing.SampleRate != 1 {
+		t.Errorf("tracing %+v", tr.Tracing)
+	}
+
 	if _, _, err := RenderGatewayConfig(filepath.Join(root, "gateway"), GatewayConfig{Routes: cfg.Routes}); err == nil {
 		t.Error("zero rate limit accepted")
 	}
@@ -273,5 +301,30 @@ func TestServiceEnv(t *testing.T) {
 	}
 	if get(topicsEnv, "AUTH_TOKEN_TTL") != "" || get(topicsEnv, "AUTH_SIGNING_KEY_FILE") != "" {
 		t.Error("auth-only settings leaked to topics")
+	}
+	// A standalone service (the reference page) gets its address and the
+	// request budget, and no backend: no URL, no credentials.
+	docs, _ := LookupService("docs")
+	docsEnv, err := s.serviceEnv(docs, opts, map[string]int{"auth": 7001, "docs": 7009})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if get(docsEnv, "HTTP_ADDR") != "127.0.0.1:7009" || get(docsEnv, "LOG_LEVEL") != "warn" || get(docsEnv, "REQUEST_TIMEOUT") == "" {
+		t.Errorf("docs env %v", docsEnv)
+	}
+	for _, key := range []string{"DATABASE_URL", "DATABASE_MIGRATE_URL", "REDIS_URL", "NATS_URL", "NATS_PREFIX", "REDIS_PREFIX", "AUTH_JWKS_URL"} {
+		if v := get(docsEnv, key); v != "" {
+			t.Errorf("standalone docs got %s=%s", key, v)
+		}
+	}
+	if get(topicsEnv, "OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
+		t.Error("tracing on without an OTLP endpoint")
+	}
+	opts.OTLPEndpoint = "http://127.0.0.1:4318"
+	if topicsEnv, err = s.serviceEnv(topics, opts, ports); err != nil {
+		t.Fatal(err)
+	}
+	if get(topicsEnv, "OTEL_EXPORTER_OTLP_ENDPOINT") != opts.OTLPEndpoint || get(topicsEnv, "OTEL_EXPORTER_OTLP_PROTOCOL") != "http/protobuf" {
+		t.Errorf("topics env with an OTLP endpoint: %v", topicsEnv)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/template"
 	"time"
 )
@@ -131,6 +132,9 @@ type GatewayConfig struct {
 	// TLS is the certificate Traefik serves; nil leaves Traefik's own
 	// self-signed default.
 	TLS *DevTLS
+	// TracingEndpoint, when set, turns Traefik's tracing on: the full
+	// OTLP/HTTP traces URL (http://collector:4318/v1/traces).
+	TracingEndpoint string
 }
 
 // Timeouts are the gateway's timeouts for the configured request budget.
@@ -212,6 +216,9 @@ type GatewayOptions struct {
 	LogLevel       string
 	Log            io.Writer // prefixed "[traefik] " lines; nil: discarded
 	LogName        string    // prefix, default "traefik"
+	// OTLPEndpoint, when set, is the OTLP/HTTP collector's base URL (as
+	// OTEL_EXPORTER_OTLP_ENDPOINT) that Traefik sends its spans to.
+	OTLPEndpoint string
 }
 
 // Gateway is a running Traefik.
@@ -278,6 +285,7 @@ func StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
 		RateLimit:        opts.RateLimit,
 		RequestTimeout:   opts.RequestTimeout,
 		TLS:              opts.TLS,
+		TracingEndpoint:  TracesURL(opts.OTLPEndpoint),
 	}
 	static, dynamic, err := RenderGatewayConfig(gatewayDir, cfg)
 	if err != nil {
@@ -367,4 +375,14 @@ func getJSON(ctx context.Context, url string, v any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// TracesURL is the OTLP/HTTP traces URL of a collector's base URL (as
+// OTEL_EXPORTER_OTLP_ENDPOINT, which the SDK completes the same way); ""
+// for "".
+func TracesURL(base string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/v1/traces"
 }

@@ -94,7 +94,7 @@ func run(m *testing.M) int {
 
 	if code != 0 {
 		// Keep the evidence: the output of every process.
-		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", Tail(stackLog.String(), 200))
+		dumpStackLog("e2e", stackLog.String())
 	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stack did not stop cleanly: %v\n", err)

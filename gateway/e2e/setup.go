@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,33 @@ func Tail(s string, lines int) string {
 	return s
 }
 
+// dumpStackLog keeps a failed run's whole stack output in a file and prints
+// its path and the end of its warnings, errors and plain-text lines: the
+// routine request lines would push the test's own failure messages out of
+// what a CI log shows.
+func dumpStackLog(name, log string) {
+	path := ""
+	if f, err := os.CreateTemp("", "sp-"+name+"-stack-*.log"); err == nil {
+		_, _ = f.WriteString(log)
+		_ = f.Close()
+		path = f.Name()
+	}
+	fmt.Fprintf(os.Stderr, "--- stack output of the failed run: %s; its notable lines ---\n%s", path, Tail(Notable(log), 150))
+}
+
+// Notable returns the lines of a stack's output that are not JSON log
+// lines of level DEBUG or INFO.
+func Notable(log string) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"level":"DEBUG"`) {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 // runSuite runs a suite's tests against its started stack, prints the end
 // of the stack's output when one failed, stops the stack and returns the
 // exit code (non-zero also when the stack did not stop cleanly). backends
@@ -88,7 +116,7 @@ func runSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer
 	}
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "--- stack output (failed run) ---\n%s", Tail(stackLog.String(), 400))
+		dumpStackLog(name, stackLog.String())
 	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: stack did not stop cleanly: %v\n", name, err)

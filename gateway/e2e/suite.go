@@ -27,6 +27,13 @@ type Suite struct {
 	// Graph lists the services that talk to a fake Microsoft Graph: Main
 	// starts one that trusts the stack's dev CA and gives them its GRAPH_*.
 	Graph []string
+	// Infra is the PostgreSQL and Redis the stack runs on (nil: the
+	// machine's shared ones); the recovery tests give private servers they
+	// stop and start.
+	Infra *stack.Infra
+	// OTLPEndpoint, when set, turns tracing on in every service and in
+	// Traefik (stack.Options.OTLPEndpoint).
+	OTLPEndpoint string
 }
 
 // Running is a started suite, handed to the package before its tests run.
@@ -88,8 +95,10 @@ func Main(m *testing.M, s Suite, ready func(Running)) int {
 		Env:       env,
 		Log:       stack.SyncWriter(&stackLog),
 		LogLevel:  "debug",
+		Infra:     s.Infra,
 		Demo: &stack.Account{Customer: s.Name + " E2E", Email: label + "-e2e@example.com", Password: "pw-" + randid.Hex(12),
 			Name: label + " Admin"},
+		OTLPEndpoint: s.OTLPEndpoint,
 	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, stackLog.String())

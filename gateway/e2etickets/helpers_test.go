@@ -89,8 +89,6 @@ func listEndUsers(t *testing.T, token, query string) listBody[endUserBody] {
 // exec runs SQL as the database administrator.
 func exec(t *testing.T, sql string, args ...any) { t.Helper(); backends.Exec(t, sql, args...) }
 
-func str(s string) *string { return &s }
-
 // createChannel makes a live web channel of the tenant (as its admin) and
 // returns its id.
 func createChannel(t *testing.T, tn tenant) int64 {

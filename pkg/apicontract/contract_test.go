@@ -119,3 +119,22 @@ func TestValidateProblem(t *testing.T) {
 		}
 	}
 }
+
+// Every operation documents 503: any of them meets it when a dependency
+// restarts or the gateway cannot reach the service (gateway/e2erecovery
+// validates those answers against the operation).
+func TestEveryOperationDocumentsUnavailable(t *testing.T) {
+	c := load(t)
+	n := 0
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			n++
+			if op.Responses.Status(http.StatusServiceUnavailable) == nil {
+				t.Errorf("%s %s does not document 503", method, path)
+			}
+		}
+	}
+	if n < 80 {
+		t.Errorf("only %d operations found", n)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"supportplatform.dev/pkg/telemetry"
 )
 
 // JWK is one public key as published in the JWKS (RFC 8037 OKP for Ed25519).
@@ -68,10 +70,11 @@ type keyFetch struct {
 	waiters int // callers that joined it (tests watch this)
 }
 
-// NewKeySet returns a key set cache for url.
+// NewKeySet returns a key set cache for url; a nil client is a traced one
+// (telemetry.HTTPClient) with a 5 s timeout.
 func NewKeySet(url string, client *http.Client, now func() time.Time) *KeySet {
 	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second}
+		client = telemetry.HTTPClient(nil, 5*time.Second)
 	}
 	return &KeySet{url: url, client: client, now: now, maxAge: 10 * time.Minute, minRefetch: 10 * time.Second,
 		fetchTimeout: 10 * time.Second}

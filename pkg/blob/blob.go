@@ -28,6 +28,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
 )
 
 // ChunkSize is the size of one chunk message (nats.go's default).
@@ -40,6 +41,11 @@ const window = 16
 // cleanupTimeout bounds the purge of a failed write's chunks, which runs
 // even when the request's context has ended.
 const cleanupTimeout = 10 * time.Second
+
+// AckTimeout bounds the wait for one chunk's acknowledgement: a chunk sent
+// just before NATS went away gets none, and the upload fails with 503
+// instead of waiting for the request's whole budget.
+const AckTimeout = 5 * time.Second
 
 // validKey: a key is a subject token of the bucket's chunk subject.
 var validKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
@@ -115,6 +121,11 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 	if s.stream == nil {
 		return fmt.Errorf("blob: put %s: bucket %s is open for reading only", key, s.bucket)
 	}
+	// While NATS is away every publish would wait in the reconnect
+	// buffer: refuse at once.
+	if err := natsbus.Connected(s.js.Conn()); err != nil {
+		return err
+	}
 	subject := s.chunkSubject(key)
 	var pending []jetstream.PubAckFuture
 	defer func() {
@@ -142,6 +153,11 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 			return fmt.Errorf("blob: put %s: %w", key, err)
 		case <-ctx.Done():
 			return apperr.Wrap(apperr.Unavailable, ctx.Err(), "the upload was cancelled or timed out")
+		case <-time.After(AckTimeout):
+			if err := natsbus.Connected(s.js.Conn()); err != nil {
+				return err
+			}
+			return apperr.E(apperr.Unavailable, "the attachment store did not acknowledge the upload; try again later")
 		}
 	}
 	h := sha256.New()
@@ -155,6 +171,9 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 			h.Write(buf[:n])
 			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: buf[:n]})
 			if err != nil {
+				if cerr := natsbus.Connected(s.js.Conn()); cerr != nil {
+					return cerr
+				}
 				return fmt.Errorf("blob: put %s: %w", key, err)
 			}
 			pending = append(pending, f)
@@ -216,6 +235,9 @@ func Fill(r io.Reader, buf []byte) (int, error) {
 // an object is a NotFound error.
 func (s *ObjectStore) Open(ctx context.Context, key string) (io.ReadCloser, int64, error) {
 	if err := checkKey(key); err != nil {
+		return nil, 0, err
+	}
+	if err := natsbus.Connected(s.js.Conn()); err != nil {
 		return nil, 0, err
 	}
 	res, err := s.obs.Get(ctx, key)

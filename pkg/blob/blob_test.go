@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/apperr"
@@ -217,5 +218,49 @@ func TestOtherServicesCannotUseTheBucket(t *testing.T) {
 		t.Fatal("topics bound the attachments bucket")
 	} else if errors.Is(err, jetstream.ErrBucketNotFound) {
 		t.Fatalf("topics was told the bucket does not exist: %v", err)
+	}
+}
+
+// While NATS is away, uploads and downloads fail at once with 503 (the
+// request's budget is not spent in the reconnect buffer), and they work
+// again once it is back.
+func TestOutageFailsFast(t *testing.T) {
+	srv := natstest.StartServer(t, nil)
+	names := contracts.Names{Prefix: "blob-outage"}
+	bus := connect(t, srv.URL(), "tickets", names)
+	ctx := context.Background()
+	s, err := blob.Open(ctx, bus.JS, blob.Bucket{Name: names.Stream(contracts.BucketAttachments)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "before", bytes.NewReader(randomBytes(t, 1000))); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	for bus.NC.Status() == nats.CONNECTED {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	err = s.Put(ctx, "during", bytes.NewReader(randomBytes(t, 3*blob.ChunkSize)))
+	if apperr.CodeOf(err) != apperr.Unavailable {
+		t.Fatalf("put during the outage: %v (code %q), want Unavailable", err, apperr.CodeOf(err))
+	}
+	if _, _, err := s.Open(ctx, "before"); apperr.CodeOf(err) != apperr.Unavailable {
+		t.Fatalf("open during the outage: %v, want Unavailable", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the refusals took %v, want at once", d)
+	}
+	srv.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for bus.NC.Status() != nats.CONNECTED && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	data := randomBytes(t, blob.ChunkSize+1)
+	if err := s.Put(ctx, "after", bytes.NewReader(data)); err != nil {
+		t.Fatalf("put after the outage: %v", err)
+	}
+	if got, _ := readAll(t, s, "after"); !bytes.Equal(got, data) {
+		t.Error("the bytes stored after the outage differ")
 	}
 }

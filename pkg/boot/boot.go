@@ -1,16 +1,16 @@
-// Package boot opens the dependencies every service shares (logger,
+// Package boot opens the dependencies every service shares (logger, tracing,
 // PostgreSQL with its migrations, Redis, NATS, the token verifier and the HTTP
 // server) from config.Common, serves, and shuts them down in order.
 package boot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +29,7 @@ import (
 	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/redisconn"
+	"supportplatform.dev/pkg/telemetry"
 )
 
 // Options say what a service needs.
@@ -38,6 +39,9 @@ type Options struct {
 	Migrations fs.FS
 	// Outbox relays the schema's outbox table to JetStream while serving.
 	Outbox bool
+	// MaxConns is the service's default pool size (DATABASE_MAX_CONNS
+	// overrides it); 0 = pgx's.
+	MaxConns int
 }
 
 // Deps are the opened dependencies.
@@ -48,9 +52,12 @@ type Deps struct {
 	Bus      *natsbus.Bus
 	Verifier *authn.Verifier
 	Server   *httpserver.Server
-	Now      func() time.Time
-	cfg      config.Common
-	opts     Options
+	// Tracing exports the spans when OTEL_EXPORTER_OTLP_ENDPOINT is set;
+	// Close flushes it last.
+	Tracing *telemetry.Tracing
+	Now     func() time.Time
+	cfg     config.Common
+	opts    Options
 
 	closeOnce sync.Once
 	closeErr  error
@@ -78,25 +85,41 @@ func Migrate(ctx context.Context, cfg config.Common, o Options, stdout io.Writer
 // Open connects everything; on error what was opened is closed again.
 func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (d *Deps, err error) {
 	d = &Deps{Log: logging.New(stdout, cfg.LogLevel, o.Service), Now: time.Now, cfg: cfg, opts: o}
+	// On an error, what was opened is closed again; `return nil, err` has
+	// set d to nil by then.
+	opened := d
 	defer func() {
 		if err != nil {
-			_ = d.Close()
+			_ = opened.Close()
 			d = nil
 		}
 	}()
+	// Tracing first: the instrumented clients below (pgx, Redis, HTTP)
+	// take the provider it installs.
+	if d.Tracing, err = telemetry.Setup(ctx, cfg.Telemetry, o.Service, d.Log); err != nil {
+		return nil, err
+	}
+	if d.Tracing.Enabled() {
+		d.Log.Info("tracing: exporting spans", "endpoint", d.Tracing.Endpoint())
+	}
 	var checks []httpserver.Check
 	if o.Schema != "" {
-		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, d.Log); err != nil {
+		if cfg.DatabaseMaxConns < 0 || cfg.DatabaseMaxConns > 1000 {
+			return nil, fmt.Errorf("config: DATABASE_MAX_CONNS %d: want 0 (the service's default) to 1000", cfg.DatabaseMaxConns)
+		}
+		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations,
+			MaxConns: int32(cmp.Or(cfg.DatabaseMaxConns, o.MaxConns))}, d.Log); err != nil {
 			return nil, err
 		}
 		checks = append(checks, httpserver.Check{Name: "postgres", Check: d.DB.Ping})
 	}
+	redisconn.SetLogger(d.Log)
 	if d.Redis, err = redisconn.Open(ctx, cfg.RedisURL); err != nil {
 		return nil, err
 	}
 	checks = append(checks, httpserver.Check{Name: "redis", Check: func(ctx context.Context) error { return d.Redis.Ping(ctx).Err() }})
 	d.Verifier = &authn.Verifier{
-		Keys:        authn.NewKeySet(cfg.JWKSURL, &http.Client{Timeout: 5 * time.Second}, d.Now),
+		Keys:        authn.NewKeySet(cfg.JWKSURL, telemetry.HTTPClient(nil, 5*time.Second), d.Now),
 		Revocations: authn.NewRevocations(d.Redis, cfg.RedisPrefix),
 		Issuer:      cfg.JWTIssuer, Audience: cfg.JWTAudience, Now: d.Now,
 	}
@@ -115,6 +138,37 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies})
+	if err != nil {
+		return nil, err
+	}
+	// The JetStream consumers' state (natsbus.Bus.WatchConsumer) and the
+	// outbox backlog, next to the request metrics.
+	if err = d.Server.Registry.Register(d.Bus.Collector()); err != nil {
+		return nil, fmt.Errorf("boot: consumer metrics: %w", err)
+	}
+	if d.DB != nil {
+		if err = d.Server.Registry.Register(postgres.PoolCollector(d.DB)); err != nil {
+			return nil, fmt.Errorf("boot: pool metrics: %w", err)
+		}
+	}
+	if d.relay != nil {
+		if err = d.Server.Registry.Register(outbox.NewPendingCollector(d.DB, d.Now)); err != nil {
+			return nil, fmt.Errorf("boot: outbox metrics: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// OpenServer opens what a service without PostgreSQL, Redis or NATS needs
+// (docs): the logger and the HTTP server, whose /readyz has nothing to
+// check. Of cfg it reads LogLevel, TrustedProxies, MaxBodyBytes and
+// RequestTimeout, and Serve ShutdownGrace; the rest may stay empty, so such
+// a service neither reads nor documents settings it has no use for.
+func OpenServer(cfg config.Common, service string, stdout io.Writer) (*Deps, error) {
+	d := &Deps{Log: logging.New(stdout, cfg.LogLevel, service), Now: time.Now, cfg: cfg, opts: Options{Service: service}}
+	var err error
+	d.Server, err = httpserver.New(httpserver.Options{Service: service, Logger: d.Log,
+		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +205,13 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 			close(d.workDone)
 		}()
 	}
+	if d.cfg.DebugAddr != "" {
+		debugCtx, stopDebug := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopDebug()
+		if _, err := serveDebug(debugCtx, d.cfg.DebugAddr, d.Log); err != nil {
+			return errors.Join(fmt.Errorf("DEBUG_ADDR: %w", err), ln.Close(), d.Close())
+		}
+	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
 	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace, d.cfg.RequestTimeout)
@@ -161,8 +222,9 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 // subscriptions and consumers are drained (their running handlers finish, with
 // at most SHUTDOWN_GRACE), the outbox relay stops after publishing what the
 // last handlers committed, the NATS connection drains and closes (waiting for
-// its closed callback), then Redis and PostgreSQL close. The HTTP server has
-// stopped before (Serve). Safe to call more than once.
+// its closed callback), then Redis and PostgreSQL close, and the spans still
+// queued are exported. The HTTP server has stopped before (Serve). Safe to
+// call more than once.
 func (d *Deps) Close() error {
 	d.closeOnce.Do(func() {
 		grace := d.cfg.ShutdownGrace
@@ -197,6 +259,14 @@ func (d *Deps) Close() error {
 		if d.DB != nil {
 			d.DB.Close()
 		}
+		if d.Tracing != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := d.Tracing.Shutdown(ctx); err != nil {
+				// Lost spans do not fail a shutdown.
+				d.Log.Warn("tracing: spans not flushed", "error", err.Error())
+			}
+			cancel()
+		}
 		d.closeErr = errors.Join(errs...)
 		if d.closeErr != nil {
 			d.Log.Error("shutdown", "error", d.closeErr.Error())
@@ -206,10 +276,10 @@ func (d *Deps) Close() error {
 }
 
 // Command returns the subcommand in args (args[0] is the program): "serve"
-// when there is none, else one of "serve", "migrate" and extra; anything
-// else is an error naming the known ones.
+// when there is none, else one of "serve", "migrate", "healthcheck"
+// (Healthcheck) and extra; anything else is an error naming the known ones.
 func Command(args []string, extra ...string) (string, error) {
-	known := append([]string{"serve", "migrate"}, extra...)
+	known := append([]string{"serve", "migrate", "healthcheck"}, extra...)
 	if len(args) < 2 {
 		return "serve", nil
 	}

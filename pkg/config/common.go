@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"supportplatform.dev/pkg/telemetry"
+)
 
 // Common is the configuration every service shares; each binary embeds it in
 // its own Config struct next to HTTP_ADDR and its specific settings.
@@ -8,6 +12,7 @@ type Common struct {
 	LogLevel           string        `env:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	DatabaseURL        string        `env:"DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/support?sslmode=disable" desc:"PostgreSQL database and the service's own role (sp_auth, sp_topics), which may use only the service's schema"`
 	DatabaseMigrateURL string        `env:"DATABASE_MIGRATE_URL" default:"" desc:"connection of the schema owner that applies the migrations and grants the role of DATABASE_URL its rights; empty = DATABASE_URL migrates"`
+	DatabaseMaxConns   int           `env:"DATABASE_MAX_CONNS" default:"0" desc:"largest number of connections of the service's pool; 0 = the service's default (tickets 8, the others the larger of 4 and the CPU count); pool_max_conns in DATABASE_URL also sets it"`
 	RedisURL           string        `env:"REDIS_URL" default:"redis://127.0.0.1:6379/0" desc:"Redis for revocations, rate limits and caches"`
 	RedisPrefix        string        `env:"REDIS_PREFIX" default:"sp:" desc:"prefix of every Redis key (isolates deployments and tests)"`
 	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
@@ -17,6 +22,9 @@ type Common struct {
 	JWTAudience        string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`
 	TrustedProxies     []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
 	MaxBodyBytes       int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
+	DebugAddr          string        `env:"DEBUG_ADDR" default:"" desc:"private address of a listener serving Go's /debug/pprof/ (profiles, goroutine dumps) for diagnosing a service; empty = off; never routed by the gateway"`
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
 	RequestTimeout     time.Duration `env:"REQUEST_TIMEOUT" default:"60s" desc:"time budget of one request: its handler's context ends then (503 problem); the server's write timeout and the gateway's timeouts are derived from it, every upstream call (AI) must fit in it"`
+	// Telemetry is the tracing set-up: the standard OTEL_* variables.
+	Telemetry telemetry.Config
 }

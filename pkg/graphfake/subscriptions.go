@@ -223,7 +223,7 @@ func (s *Server) checkExpiry(raw string) (time.Time, *apiError) {
 // parseResource accepts the resources a mail folder subscription may name, case-insensitively as
 // Graph matches its path segments: /users/{mailbox}/mailFolders('{id}')/messages, with or without
 // the leading slash, and /users/{mailbox}/mailFolders/{id}/messages. A quote inside a quoted id is
-// doubled.
+// doubled; mailbox and folder id are percent-decoded.
 func parseResource(res string) (mailbox, folder string, ok bool) {
 	rest, ok := cutPrefixFold(strings.TrimPrefix(res, "/"), "users/")
 	if !ok {
@@ -267,6 +267,10 @@ func parseResource(res string) (mailbox, folder string, ok bool) {
 	}
 	if folder == "" || !strings.EqualFold(rest, "/messages") {
 		return "", "", false
+	}
+	// Graph decodes the path: a folder id's / or % arrives percent-encoded.
+	if f, err := url.PathUnescape(folder); err == nil {
+		folder = f
 	}
 	return escaped, folder, true
 }

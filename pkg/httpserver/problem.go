@@ -11,12 +11,14 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/requestid"
+	"supportplatform.dev/pkg/telemetry"
 )
 
 // ProblemContentType is the RFC 9457 media type of every error answer.
 const ProblemContentType = "application/problem+json"
 
-// Problem is the RFC 9457 body.
+// Problem is the RFC 9457 body. TraceID is the request's trace (W3C, 32 hex
+// digits) when it has one: the key to its spans in the tracing back end.
 type Problem struct {
 	Type      string            `json:"type"`
 	Title     string            `json:"title"`
@@ -24,6 +26,7 @@ type Problem struct {
 	Detail    string            `json:"detail,omitempty"`
 	Instance  string            `json:"instance,omitempty"`
 	RequestID string            `json:"requestId,omitempty"`
+	TraceID   string            `json:"traceId,omitempty"`
 	Errors    map[string]string `json:"errors,omitempty"`
 }
 
@@ -95,6 +98,7 @@ func WriteError(c *gin.Context, log *slog.Logger, err error) {
 		Detail:    detail,
 		Instance:  c.Request.URL.Path,
 		RequestID: requestid.From(c.Request.Context()),
+		TraceID:   telemetry.TraceID(c.Request.Context()),
 		Errors:    ae.Fields,
 	}
 	c.Header("Content-Type", ProblemContentType)

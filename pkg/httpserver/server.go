@@ -91,7 +91,7 @@ func New(o Options) (*Server, error) {
 	reg.MustRegister(requests, latency)
 
 	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks, bodyLimits: map[string]int64{}}
-	e.Use(s.requestID, s.accessLog(requests, latency), s.recover, deadline(o.RequestTimeout), s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
+	e.Use(traced(o.Service), s.requestID, s.accessLog(requests, latency), s.recover, deadline(o.RequestTimeout), s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
 	e.NoRoute(func(c *gin.Context) {
 		WriteError(c, s.log, apperr.E(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})

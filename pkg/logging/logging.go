@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"supportplatform.dev/pkg/requestid"
 )
 
 // New returns a JSON logger at the given level (debug, info, warn, error) that
-// adds the request id found in the record's context.
+// adds the request id found in the record's context, and the trace and span
+// ids of its span (traceId, spanId) when it has a valid one.
 func New(w io.Writer, level, service string) *slog.Logger {
 	var lv slog.Level
 	switch strings.ToLower(level) {
@@ -33,6 +36,9 @@ type ctxHandler struct{ slog.Handler }
 func (h ctxHandler) Handle(ctx context.Context, r slog.Record) error {
 	if id := requestid.From(ctx); id != "" {
 		r.AddAttrs(slog.String("requestId", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("traceId", sc.TraceID().String()), slog.String("spanId", sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }

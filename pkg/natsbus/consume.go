@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"supportplatform.dev/pkg/requestid"
 )
 
 // ErrPermanent marks a handler failure that redelivery cannot fix; the
@@ -23,6 +21,8 @@ var backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 
 // Consume runs handler for every message of a durable, explicit-ack consumer
 // on stream, drained by DrainSubscriptions at shutdown. nil acks; an error naks for redelivery with backoff (bounded by
 // MaxDeliver); ErrPermanent or an undecodable payload terminates the message.
+// Each message is handled under a consumer span, the child of the span that
+// published it (its headers), with its request id in the context.
 func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerConfig,
 	handler func(ctx context.Context, payload T, msg jetstream.Msg) error) (jetstream.ConsumeContext, error) {
 	cfg.AckPolicy = jetstream.AckExplicitPolicy
@@ -45,18 +45,21 @@ func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.Co
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
+	b.WatchConsumer(stream, cfg.Durable)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		hctx := b.ctx
-		if id := m.Headers().Get(requestid.Header); id != "" {
-			hctx = requestid.With(hctx, id)
-		}
+		m = b.countDelivery(stream, cfg.Durable, m)
+		hctx, span := StartConsumerSpan(b.ctx, b.Names, m, cfg.Durable)
+		var herr error
+		defer func() { EndSpan(span, herr) }()
 		var payload T
 		if err := json.Unmarshal(m.Data(), &payload); err != nil {
+			herr = err
 			b.log.ErrorContext(hctx, "undecodable message terminated", "subject", m.Subject(), "error", err.Error())
 			_ = m.Term()
 			return
 		}
 		if err := handler(hctx, payload, m); err != nil {
+			herr = err
 			if errors.Is(err, ErrPermanent) {
 				b.log.ErrorContext(hctx, "message terminated", "subject", m.Subject(), "error", err.Error())
 				_ = m.Term()

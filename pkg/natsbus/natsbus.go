@@ -17,6 +17,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
@@ -45,6 +48,8 @@ type Bus struct {
 	// slots bounds the RPC handlers running at once; inflight counts them.
 	slots    chan struct{}
 	inflight atomic.Int64
+
+	metrics consumerMetrics // the consumers' state and deliveries (metrics.go)
 }
 
 // maxConcurrentHandlers bounds the RPC handlers one Bus runs at once; a
@@ -247,15 +252,24 @@ func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 
 // PublishRaw publishes data to the JetStream subject base (prefixed here)
 // with a message id, so the stream drops a repeated publish inside its
-// duplicate window, and waits for the stream's acknowledgement. The outbox
-// relay is its user.
+// duplicate window, and waits for the stream's acknowledgement. The message
+// carries the request id and, under a producer span, the trace context of
+// ctx. The outbox relay is its user.
 func (b *Bus) PublishRaw(ctx context.Context, base, msgID string, data []byte) error {
+	if err := b.connected(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	msg := nats.NewMsg(b.Names.Subject(base))
 	msg.Data = data
-	setRequestID(ctx, msg)
+	ctx, span := b.startSend(ctx, msg, trace.SpanKindProducer, msgID)
 	if _, err := b.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID)); err != nil {
-		return fmt.Errorf("natsbus: publish %s: %w", base, err)
+		err = fmt.Errorf("natsbus: publish %s: %w", base, err)
+		EndSpan(span, err)
+		return err
 	}
+	span.End()
 	return nil
 }
 
@@ -298,10 +312,8 @@ func Serve[Req, Resp any](b *Bus, subject, queue string, fn func(ctx context.Con
 }
 
 func serveOne[Req, Resp any](b *Bus, full string, m *nats.Msg, fn func(ctx context.Context, req Req) (Resp, error)) {
-	ctx := b.ctx
-	if id := m.Header.Get(requestid.Header); id != "" {
-		ctx = requestid.With(ctx, id)
-	}
+	ctx, span := startReceived(b.ctx, full, m.Header, trace.SpanKindServer, destination(b.Names, full))
+	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var env replyEnvelope
@@ -315,9 +327,14 @@ func serveOne[Req, Resp any](b *Bus, full string, m *nats.Msg, fn func(ctx conte
 		} else {
 			b.log.ErrorContext(ctx, "rpc failed", "subject", full, "error", err.Error())
 			env.Error = &replyError{Code: apperr.Internal, Message: "internal error"}
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "internal error")
 		}
 	} else if env.Data, err = json.Marshal(resp); err != nil {
 		env.Error = &replyError{Code: apperr.Internal, Message: "internal error"}
+	}
+	if env.Error != nil {
+		span.SetAttributes(attribute.String("error.type", string(env.Error.Code)))
 	}
 	body, _ := json.Marshal(env)
 	if err := m.Respond(body); err != nil {
@@ -325,25 +342,60 @@ func serveOne[Req, Resp any](b *Bus, full string, m *nats.Msg, fn func(ctx conte
 	}
 }
 
+// RequestTimeout bounds the wait for a reply: the lookups between services
+// answer in milliseconds, so a longer wait means the request or its reply
+// was lost (NATS restarting) and the caller's client should try again.
+const RequestTimeout = 5 * time.Second
+
+// connected fails fast with Unavailable while the connection is down
+// (reconnecting): a request or a publish would otherwise sit in the
+// reconnect buffer until its deadline. The buffer stays for what must not
+// be lost across a reconnect, the acknowledgements of consumed messages.
+func (b *Bus) connected() error { return Connected(b.NC) }
+
+// Connected is nil while nc is connected and an Unavailable error (503,
+// retry after a second) while it is reconnecting or closed: code that
+// writes to JetStream through nc directly (pkg/blob) fails fast with it.
+func Connected(nc *nats.Conn) error {
+	if st := nc.Status(); st != nats.CONNECTED {
+		return &apperr.Error{Code: apperr.Unavailable, RetryAfterSeconds: 1,
+			Err:     fmt.Errorf("natsbus: %s", st),
+			Message: "the message bus is temporarily unavailable; try again later"}
+	}
+	return nil
+}
+
 // Request sends req and decodes the reply. No responder or a timeout is an
 // Unavailable error; the responder's application errors come back as such.
+// The request carries the request id and, under a client span, the trace
+// context of ctx.
 func Request[Req, Resp any](ctx context.Context, b *Bus, subject string, req Req) (Resp, error) {
 	var zero Resp
 	body, err := json.Marshal(req)
 	if err != nil {
 		return zero, fmt.Errorf("natsbus: encode: %w", err)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
+	if err := b.connected(); err != nil {
+		return zero, err
 	}
+	// A request sent just before the connection dropped gets no reply: it
+	// waits at most RequestTimeout, not the caller's whole budget.
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	msg := nats.NewMsg(b.Names.Subject(subject))
 	msg.Data = body
-	setRequestID(ctx, msg)
+	ctx, span := b.startSend(ctx, msg, trace.SpanKindClient, "")
+	resp, err := request[Resp](ctx, b, subject, msg)
+	EndSpan(span, err)
+	return resp, err
+}
+
+func request[Resp any](ctx context.Context, b *Bus, subject string, msg *nats.Msg) (Resp, error) {
+	var zero Resp
 	reply, err := b.NC.RequestMsgWithContext(ctx, msg)
 	if err != nil {
-		return zero, apperr.Wrap(apperr.Unavailable, err, "a dependent service did not answer")
+		return zero, &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 1,
+			Message: "a dependent service did not answer; try again later"}
 	}
 	var env replyEnvelope
 	if err := json.Unmarshal(reply.Data, &env); err != nil {

@@ -9,7 +9,14 @@
 //
 //	CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
 //	    subject text NOT NULL, data bytea NOT NULL, request_id text NOT NULL DEFAULT '',
-//	    created_at timestamptz NOT NULL DEFAULT now());
+//	    created_at timestamptz NOT NULL DEFAULT now(),
+//	    traceparent text, tracestate text);
+//
+// A row keeps the W3C trace context (traceparent, tracestate) of the
+// request or message that wrote it, and the relay publishes it under that
+// context: the publish span is a child of the writer's span, so the trace
+// of a request goes on into the consumers of its events although the
+// publish happens later, in another goroutine or another replica.
 //
 // Several replicas may run a Relay on the same table: rows are claimed with
 // FOR UPDATE SKIP LOCKED, so each row is published by one of them; the order
@@ -32,6 +39,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/requestid"
+	"supportplatform.dev/pkg/telemetry"
 )
 
 // Message is one row of the outbox.
@@ -40,17 +48,22 @@ type Message struct {
 	Subject   string // the base subject, without the deployment's prefix
 	Data      []byte
 	RequestID string
+	// TraceParent and TraceState are the writer's trace context; Stage
+	// takes them from its ctx when they are empty.
+	TraceParent, TraceState string
 }
 
 // Event builds the message of a domain event in the contracts.Event envelope,
-// carrying the request id of ctx.
+// carrying the request id and the trace context of ctx.
 func Event[T any](ctx context.Context, eventType string, customerID int64, at time.Time, data T) (Message, error) {
 	id := randid.Hex(16)
 	body, err := json.Marshal(contracts.Event[T]{ID: id, Type: eventType, CustomerID: customerID, OccurredAt: at.UTC(), Data: data})
 	if err != nil {
 		return Message{}, fmt.Errorf("outbox: encode %s: %w", eventType, err)
 	}
-	return Message{ID: id, Subject: contracts.EventSubject(eventType), Data: body, RequestID: requestid.From(ctx)}, nil
+	tp, ts := telemetry.TraceContext(ctx)
+	return Message{ID: id, Subject: contracts.EventSubject(eventType), Data: body, RequestID: requestid.From(ctx),
+		TraceParent: tp, TraceState: ts}, nil
 }
 
 // Execer is what Add needs: the caller's transaction (pgx.Tx).
@@ -84,9 +97,13 @@ func Add(ctx context.Context, tx Execer, msgs ...Message) error {
 // next poll.
 func Stage(ctx context.Context, tx Execer, msgs ...Message) error {
 	for _, m := range msgs {
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, subject, data, request_id) VALUES ($1, $2, $3, $4)
+		if m.TraceParent == "" {
+			m.TraceParent, m.TraceState = telemetry.TraceContext(ctx)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))
 			ON CONFLICT (event_id) DO NOTHING`,
-			m.ID, m.Subject, m.Data, m.RequestID); err != nil {
+			m.ID, m.Subject, m.Data, m.RequestID, m.TraceParent, m.TraceState); err != nil {
 			return fmt.Errorf("outbox: add %s: %w", m.Subject, err)
 		}
 	}
@@ -235,7 +252,8 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("outbox: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, `SELECT seq, event_id, subject, data, request_id FROM outbox
+	rows, err := tx.Query(ctx, `SELECT seq, event_id, subject, data, request_id,
+			coalesce(traceparent, ''), coalesce(tracestate, '') FROM outbox
 		ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: claim: %w", err)
@@ -246,7 +264,7 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 	}
 	claimed, err := pgx.CollectRows(rows, func(rw pgx.CollectableRow) (row, error) {
 		var x row
-		err := rw.Scan(&x.seq, &x.ID, &x.Subject, &x.Data, &x.RequestID)
+		err := rw.Scan(&x.seq, &x.ID, &x.Subject, &x.Data, &x.RequestID, &x.TraceParent, &x.TraceState)
 		return x, err
 	})
 	if err != nil {
@@ -255,9 +273,10 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 	var done []int64
 	var perr error
 	for _, m := range claimed {
-		pctx := ctx
+		// The publish continues the writer's trace, not the relay's.
+		pctx := telemetry.WithTraceContext(ctx, m.TraceParent, m.TraceState)
 		if m.RequestID != "" {
-			pctx = requestid.With(ctx, m.RequestID)
+			pctx = requestid.With(pctx, m.RequestID)
 		}
 		if perr = r.pub.PublishRaw(pctx, m.Subject, m.ID, m.Data); perr != nil {
 			break

@@ -29,6 +29,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 const table = `CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
 	subject text NOT NULL, data bytea NOT NULL, request_id text NOT NULL DEFAULT '',
 	created_at timestamptz NOT NULL DEFAULT now());
+ALTER TABLE outbox ADD COLUMN traceparent text, ADD COLUMN tracestate text;
 CREATE TABLE notes (id bigserial PRIMARY KEY, body text NOT NULL);`
 
 func openDB(t *testing.T) *pgxpool.Pool {

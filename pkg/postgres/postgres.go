@@ -13,19 +13,25 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/pkg/telemetry"
 )
 
 // Options for Open and Setup.
@@ -61,9 +67,15 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*pgxpool.Pool, erro
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	// Queries made for a traced request or message become its child
+	// spans (the SQL text, never the arguments); others are not traced.
+	if telemetry.Recording() {
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer()
+	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	failFast(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
@@ -360,6 +372,74 @@ func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
 	return tx.Commit(ctx)
 }
 
+// DefaultConnectTimeout bounds a new connection when the URL sets no
+// connect_timeout: while the server is down or restarting, a request that
+// needs a connection fails within it (503) instead of hanging.
+const DefaultConnectTimeout = 3 * time.Second
+
+// failFast tunes the pool for outages: new connections give up after
+// DefaultConnectTimeout, and connections idle for a moment are pinged before
+// use (pgxpool's default ShouldPing after 1 s idle), so that after a
+// restart the dead ones are replaced rather than handed to a request. A
+// connection that fails under a request is closed by pgx and leaves the
+// pool: the pool heals by itself once the server is back.
+func failFast(cfg *pgxpool.Config) {
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// Closed connections are replaced in the background too, not only
+	// when a request asks for one.
+	cfg.HealthCheckPeriod = 5 * time.Second
+}
+
+// unavailableCodes are the server's errors that say nothing about the
+// statement: the server is shutting down or starting, or out of
+// connections (SQLSTATE classes 08 and 57P, and 53300).
+func unavailableCode(code string) bool {
+	switch {
+	case strings.HasPrefix(code, "08"): // connection exception
+		return true
+	case code == "57P01", code == "57P02", code == "57P03", code == "57P05": // admin/crash shutdown, cannot connect now, idle session timeout
+		return true
+	case code == "53300": // too many connections
+		return true
+	}
+	return false
+}
+
+// Unavailable reports whether err means the database could not be reached or
+// dropped the connection (refused, reset, closed, timed out, shutting down,
+// starting up): a failure of the infrastructure, not of the statement, which
+// the client may retry once the database is back.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return unavailableCode(pe.Code)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	if pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	// Nothing reached the server (the connection was closed or failed
+	// before the statement was sent): pgx says it is safe to retry.
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
+
 // Error maps a database error to an application error. what names the record
 // ("topic") for not-found messages. Errors that are already application errors
 // pass through.
@@ -376,6 +456,10 @@ func Error(err error, what string) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return apperr.Wrap(apperr.Unavailable, err, "the request was cancelled or timed out")
+	}
+	if Unavailable(err) {
+		return &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 1,
+			Message: "the database is temporarily unavailable; try again later"}
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

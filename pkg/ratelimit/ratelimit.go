@@ -1,5 +1,7 @@
-// Package ratelimit is a Redis-backed fixed-window counter shared by every
-// replica of a service: login throttling and per-client limits.
+// Package ratelimit holds Redis-backed limits shared by every replica of a
+// service: a fixed-window counter of events (Limiter: account creations,
+// reset mails, feedback) and a counter of the failures of attempts whose
+// outcome comes after they ran (Attempts: logins).
 package ratelimit
 
 import (
@@ -52,31 +54,4 @@ func (l *Limiter) Hit(ctx context.Context, key string) (Result, error) {
 		r.RetryAfter = ttl
 	}
 	return r, nil
-}
-
-// undoScript takes one hit back without creating the key or touching its
-// expiry; a counter that has expired meanwhile stays gone.
-var undoScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local n = redis.call('DECR', KEYS[1])
-if n <= 0 then redis.call('DEL', KEYS[1]) end
-return n
-`)
-
-// Undo takes back one hit of key: the caller counted an attempt before
-// knowing its outcome (login throttling counts first, decides after) and the
-// outcome is one the limit does not count.
-func (l *Limiter) Undo(ctx context.Context, key string) error {
-	if err := undoScript.Run(ctx, l.rdb, []string{l.prefix + key}).Err(); err != nil {
-		return fmt.Errorf("ratelimit: undo: %w", err)
-	}
-	return nil
-}
-
-// Reset clears key (e.g. after a successful login).
-func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if err := l.rdb.Del(ctx, l.prefix+key).Err(); err != nil {
-		return fmt.Errorf("ratelimit: reset: %w", err)
-	}
-	return nil
 }

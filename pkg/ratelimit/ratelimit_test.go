@@ -53,40 +53,6 @@ func TestLimiter(t *testing.T) {
 	if r, _ := l.Hit(ctx, "k"); !r.Allowed || r.Count != 1 {
 		t.Fatalf("window should have expired: %+v", r)
 	}
-	if err := l.Reset(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if r, _ := l.Hit(ctx, "k"); r.Count != 1 {
-		t.Fatalf("reset: %+v", r)
-	}
-}
-
-func TestUndo(t *testing.T) {
-	ctx := context.Background()
-	rdb, prefix := testRedis(t)
-	l := New(rdb, prefix, 2, time.Minute)
-	for i := 0; i < 2; i++ {
-		if _, err := l.Hit(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ttl := rdb.PTTL(ctx, prefix+"k").Val()
-	if err := l.Undo(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if got := rdb.PTTL(ctx, prefix+"k").Val(); got <= 0 || got > ttl {
-		t.Fatalf("undo must keep the window: ttl %v, before %v", got, ttl)
-	}
-	if r, _ := l.Hit(ctx, "k"); !r.Allowed || r.Count != 2 {
-		t.Fatalf("after undo: %+v", r)
-	}
-	// Undoing a counter that does not exist creates nothing.
-	if err := l.Undo(ctx, "absent"); err != nil {
-		t.Fatal(err)
-	}
-	if n := rdb.Exists(ctx, prefix+"absent").Val(); n != 0 {
-		t.Fatal("undo created a key")
-	}
 }
 
 // TestParallelHitsCountEveryOne: the count and the decision are one atomic

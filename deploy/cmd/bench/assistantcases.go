@@ -56,7 +56,7 @@ func messageToReply(ctx context.Context, e *benchEnv) ([]string, error) {
 	defer cancel()
 	post := func(path string, body any, v any) error {
 		raw, _ := json.Marshal(body)
-		data, err := call(ctx, e, http.MethodPost, path, string(raw), http.StatusCreated)
+		data, err := e.API.Do(ctx, http.MethodPost, path, string(raw), http.StatusCreated)
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func messageToReply(ctx context.Context, e *benchEnv) ([]string, error) {
 		wg.Go(func() {
 			path := fmt.Sprintf("/api/TicketMessages/%d", m.MessageID)
 			for ctx.Err() == nil {
-				data, err := call(ctx, e, http.MethodGet, path, "", http.StatusOK)
+				data, err := e.API.Do(ctx, http.MethodGet, path, "", http.StatusOK)
 				if err != nil {
 					errs <- err
 					return

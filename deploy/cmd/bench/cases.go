@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"supportplatform.dev/deploy/loadgen"
 	"supportplatform.dev/deploy/stack"
 )
 
@@ -69,9 +70,8 @@ type benchCase struct {
 
 // benchEnv is what setups and request builders need of the running stack.
 type benchEnv struct {
-	Client  *http.Client
-	BaseURL string
-	Token   string
+	// API sends requests to the gateway, logged in as the demo admin.
+	API *loadgen.Client
 	// Graph is the fake Microsoft Graph the mail services use.
 	Graph *stack.FakeGraph
 	// MetricsURL is each service's own /metrics (not through the gateway).
@@ -281,7 +281,7 @@ func createTopics(ctx context.Context, e *benchEnv) (string, error) {
 					"name":        fmt.Sprintf("Bench topic %04d", i),
 					"description": fmt.Sprintf("Questions about area %d of the product, created by make bench.", i),
 				})
-				if _, err := call(ctx, e, http.MethodPost, "/api/Topics", string(body), http.StatusCreated); err != nil {
+				if _, err := e.API.Do(ctx, http.MethodPost, "/api/Topics", string(body), http.StatusCreated); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					if len(errs) >= 5 {
@@ -297,7 +297,7 @@ func createTopics(ctx context.Context, e *benchEnv) (string, error) {
 	if len(errs) > 0 {
 		return "", fmt.Errorf("creating %d topics: %d failed, first: %w", benchTopics, len(errs), errs[0])
 	}
-	data, err := call(ctx, e, http.MethodGet, "/api/Topics?pageNumber=1&pageSize=1", "", http.StatusOK)
+	data, err := e.API.Do(ctx, http.MethodGet, "/api/Topics?pageNumber=1&pageSize=1", "", http.StatusOK)
 	if err != nil {
 		return "", err
 	}
@@ -309,36 +309,6 @@ func createTopics(ctx context.Context, e *benchEnv) (string, error) {
 		benchTopics, elapsed.Round(time.Millisecond), benchTopics/elapsed.Seconds(), setupWorkers), nil
 }
 
-// call sends one authenticated request and returns the body of a response
-// with status want.
-func call(ctx context.Context, e *benchEnv, method, path, body string, want int) ([]byte, error) {
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.BaseURL+path, r)
-	if err != nil {
-		return nil, err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+e.Token)
-	resp, err := e.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: %s: %.300s", method, path, resp.Status, data)
-	}
-	return data, nil
-}
-
 // request builds the case's requests, numbering them with its counter.
 func (c *benchCase) request(e *benchEnv) func(context.Context) (*http.Request, error) {
 	return func(ctx context.Context) (*http.Request, error) {
@@ -346,21 +316,11 @@ func (c *benchCase) request(e *benchEnv) func(context.Context) (*http.Request, e
 		if c.Vary != nil {
 			path, body = c.Vary(c.counter.Add(1) - 1)
 		}
-		var r io.Reader
-		if body != "" {
-			r = strings.NewReader(body)
+		req, err := e.API.NewRequest(ctx, c.Method, path, body)
+		if err == nil && c.Auth {
+			e.API.Authorize(req)
 		}
-		req, err := http.NewRequestWithContext(ctx, c.Method, e.BaseURL+path, r)
-		if err != nil {
-			return nil, err
-		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if c.Auth {
-			req.Header.Set("Authorization", "Bearer "+e.Token)
-		}
-		return req, nil
+		return req, err
 	}
 }
 

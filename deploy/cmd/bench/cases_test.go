@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"supportplatform.dev/deploy/loadgen"
 )
 
 func TestUncachedSentencesAreDistinct(t *testing.T) {
@@ -105,7 +107,7 @@ func TestCheckingTransportFailsWrongAnswers(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := &benchCase{Name: "t", Method: http.MethodPost, Path: "/", Body: translateBody("The house is big."), Check: checkTranslation}
-	e := &benchEnv{Client: srv.Client(), BaseURL: srv.URL}
+	e := &benchEnv{API: loadgen.NewClient(srv.Client(), srv.URL)}
 	_, err := c.preflight(context.Background(), e, c.client(srv.Client(), 4))
 	if err == nil || !strings.Contains(err.Error(), "untranslated") {
 		t.Fatalf("preflight error %v, want the untranslated answer reported", err)

@@ -92,7 +92,7 @@ func latencyRound(ctx context.Context, e *benchEnv, targets []mailTarget, tag st
 		wg.Go(func() {
 			path := fmt.Sprintf("/api/Tickets?channelId=%d&pageSize=100", tg.channelID)
 			for pollCtx.Err() == nil {
-				data, err := call(pollCtx, e, http.MethodGet, path, "", http.StatusOK)
+				data, err := e.API.Do(pollCtx, http.MethodGet, path, "", http.StatusOK)
 				now := time.Now()
 				if err != nil {
 					if pollCtx.Err() == nil {

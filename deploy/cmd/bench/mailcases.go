@@ -99,7 +99,7 @@ func subscribeFolders(ctx context.Context, e *benchEnv, n int) ([]mailTarget, er
 		body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Bench mailbox %d", i), "kind": "email",
 			"emailAddress": mailbox, "provider": "microsoft365",
 			"providerTenantID": benchTenant, "autoRetrieveEmails": true})
-		data, err := call(ctx, e, http.MethodPost, "/api/Channels", string(body), http.StatusCreated)
+		data, err := e.API.Do(ctx, http.MethodPost, "/api/Channels", string(body), http.StatusCreated)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func subscribeFolders(ctx context.Context, e *benchEnv, n int) ([]mailTarget, er
 		if err := json.Unmarshal(data, &ch); err != nil {
 			return nil, err
 		}
-		data, err = call(ctx, e, http.MethodGet, fmt.Sprintf("/api/Channels/%d/folders", ch.ChannelID), "", http.StatusOK)
+		data, err = e.API.Do(ctx, http.MethodGet, fmt.Sprintf("/api/Channels/%d/folders", ch.ChannelID), "", http.StatusOK)
 		if err != nil {
 			return nil, err
 		}
@@ -154,9 +154,8 @@ func notificationBurst(ctx context.Context, e *benchEnv, t mailTarget) (string, 
 				if n > burstNotifications || ctx.Err() != nil {
 					return
 				}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.BaseURL+"/api/providerwebhook", strings.NewReader(notificationBody(t, n)))
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := e.Client.Do(req)
+				req, _ := e.API.NewRequest(ctx, http.MethodPost, "/api/providerwebhook", notificationBody(t, n))
+				resp, err := e.API.HTTP.Do(req)
 				if err == nil {
 					_, _ = bufio.NewReader(resp.Body).WriteTo(devNull{})
 					resp.Body.Close()

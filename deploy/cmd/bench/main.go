@@ -7,9 +7,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,7 +26,6 @@ import (
 
 	"supportplatform.dev/deploy/loadgen"
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/pkg/randid"
 )
 
 // staticBody is about the size of a /api/Customers/me answer.
@@ -72,15 +69,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	root, err := stack.FindRepoRoot(".")
-	if err != nil {
-		return err
-	}
-	if err := stack.EnsureInfra(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "building...")
-	built, err := stack.Build(ctx, root, filepath.Join(root, "bin"), os.Stderr)
+	root, built, err := stack.Prepare(ctx, stdout, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -97,33 +86,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	go func() { _ = static.Serve(ln) }()
 	defer static.Close()
 
-	// The fake Microsoft Graph for the mail cases trusts the dev CA of the
-	// stack's data directory.
-	dataDir, err := os.MkdirTemp("", "sp-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dataDir)
-	graph, err := stack.StartFakeGraph(dataDir, "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	defer graph.Close()
-
-	demo := &stack.Account{Customer: "Bench Company", Email: "bench@example.com", Password: "bench-" + randid.Hex(12), Name: "Bench Admin"}
 	var logw io.Writer // nil: processes write their log files directly
 	if *verbose {
 		logw = os.Stderr
 	}
-	st, err := stack.Start(ctx, stack.Options{
+	st, err := stack.StartLoad(ctx, stack.LoadOptions{
+		Name:     "bench",
 		RepoRoot: root,
-		DataDir:  dataDir,
 		Services: built,
-		Demo:     demo,
-		Env:      map[string][]string{"mailingest": graph.Env, "renewal": graph.Env, "importworker": graph.Env},
-		// The gateway's limit stays on the path (same middleware as in
-		// production) but far above what the generator can send.
-		RateLimit: stack.RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000},
 		ExtraRoutes: []stack.Route{{
 			Name: "bench-static",
 			Rule: "PathRegexp(`" + stack.PrefixRegexp("/bench/static") + "`)",
@@ -136,15 +106,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer func() {
-		if err := st.Stop(); err != nil {
+		if err := st.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: stop:", err)
 		}
 	}()
 
 	client := st.HTTPClient()
-	var token string
-	if missingServices([]string{"auth"}, built) == "" {
-		if token, err = login(ctx, client, st.HTTPSURL, demo); err != nil {
+	api := loadgen.NewClient(client, st.HTTPSURL)
+	if stack.Missing([]string{"auth"}, built) == "" {
+		if err := api.Login(ctx, st.Demo.Email, st.Demo.Password); err != nil {
 			return err
 		}
 	}
@@ -158,7 +128,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	env := &benchEnv{Client: client, BaseURL: st.HTTPSURL, Token: token, Graph: graph, MetricsURL: metrics, DB: db, Stack: st}
+	env := &benchEnv{API: api, Graph: st.Graph, MetricsURL: metrics, DB: db, Stack: st.Stack}
 	slowWorkers := min(*uncachedC, *concurrency)
 	fmt.Fprintf(stdout, "gateway %s, %d workers (slow cases %d), %s per case after %s warm-up, %d CPUs\n\n",
 		st.HTTPSURL, *concurrency, slowWorkers, *duration, *warmup, runtime.NumCPU())
@@ -168,7 +138,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var order []string
 	var failures []string
 	for _, c := range cases {
-		if missing := missingServices(c.Needs, built); missing != "" {
+		if missing := stack.Missing(c.Needs, built); missing != "" {
 			fmt.Fprintf(stdout, "%-18s skipped: %s not built\n", c.Name, missing)
 			continue
 		}
@@ -353,45 +323,6 @@ func round(d time.Duration) time.Duration {
 	default:
 		return d.Round(time.Microsecond)
 	}
-}
-
-func login(ctx context.Context, client *http.Client, baseURL string, a *stack.Account) (string, error) {
-	body, _ := json.Marshal(map[string]string{"email": a.Email, "password": a.Password})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/api/Auth/login", bytes.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("login: %s: %s", resp.Status, data)
-	}
-	var tok struct {
-		AccessToken string `json:"accessToken"`
-	}
-	if err := json.Unmarshal(data, &tok); err != nil || tok.AccessToken == "" {
-		return "", errors.New("login: no accessToken in " + string(data))
-	}
-	return tok.AccessToken, nil
-}
-
-func missingServices(needs, built []string) string {
-	var missing []string
-	for _, n := range needs {
-		found := false
-		for _, b := range built {
-			found = found || b == n
-		}
-		if !found {
-			missing = append(missing, n)
-		}
-	}
-	return strings.Join(missing, ", ")
 }
 
 // cpuTimes reads the CPU time used so far by the stack's processes, this

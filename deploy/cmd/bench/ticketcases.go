@@ -72,7 +72,7 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 			CustomerID int64 `json:"customerID"`
 		} `json:"customer"`
 	}
-	data, err := call(ctx, e, http.MethodGet, "/api/Customers/me", "", http.StatusOK)
+	data, err := e.API.Do(ctx, http.MethodGet, "/api/Customers/me", "", http.StatusOK)
 	if err == nil {
 		err = json.Unmarshal(data, &me)
 	}
@@ -85,7 +85,7 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 	var user struct {
 		EndUserID int64 `json:"endUserID"`
 	}
-	if data, err = call(ctx, e, http.MethodPost, "/api/EndUsers", `{"name":"Bench End User","email":"bench-user@example.com"}`,
+	if data, err = e.API.Do(ctx, http.MethodPost, "/api/EndUsers", `{"name":"Bench End User","email":"bench-user@example.com"}`,
 		http.StatusCreated); err == nil {
 		err = json.Unmarshal(data, &user)
 	}
@@ -95,7 +95,7 @@ func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
 	var channel struct {
 		ChannelID int64 `json:"channelID"`
 	}
-	if data, err = call(ctx, e, http.MethodPost, "/api/Channels", `{"name":"Bench web","kind":"web"}`, http.StatusCreated); err == nil {
+	if data, err = e.API.Do(ctx, http.MethodPost, "/api/Channels", `{"name":"Bench web","kind":"web"}`, http.StatusCreated); err == nil {
 		err = json.Unmarshal(data, &channel)
 	}
 	if err != nil {

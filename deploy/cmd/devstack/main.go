@@ -58,6 +58,9 @@ type config struct {
 	GraphClientID     string
 	GraphClientSecret string
 	GraphFakePort     int
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT): an OTLP/HTTP collector
+	// that every service and Traefik send their spans to; empty: off.
+	OTLPEndpoint string
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -68,6 +71,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DemoPassword:      getenv("DEMO_PASSWORD"),
 		GraphClientID:     getenv("GRAPH_CLIENT_ID"),
 		GraphClientSecret: getenv("GRAPH_CLIENT_SECRET"),
+		OTLPEndpoint:      getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
 		GraphFakePort:     8090,
 		Database:          "support",
 		LogLevel:          "info",
@@ -177,17 +181,18 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		RepoRoot: root,
 		// Persistent: TLS material (trust var/tls/ca.pem once), the auth
 		// signing key (tokens survive restarts), logs.
-		DataDir:     filepath.Join(root, "var"),
-		Database:    cfg.Database,
-		Services:    built,
-		HTTPSPort:   cfg.HTTPSPort,
-		HTTPPort:    cfg.HTTPPort,
-		Demo:        demo,
-		Log:         log,
-		LogLevel:    cfg.LogLevel,
-		RedisPrefix: "sp",
-		NATSPrefix:  "sp",
-		Env:         map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importworker": mailEnv},
+		DataDir:      filepath.Join(root, "var"),
+		Database:     cfg.Database,
+		Services:     built,
+		HTTPSPort:    cfg.HTTPSPort,
+		HTTPPort:     cfg.HTTPPort,
+		Demo:         demo,
+		Log:          log,
+		LogLevel:     cfg.LogLevel,
+		RedisPrefix:  "sp",
+		NATSPrefix:   "sp",
+		Env:          map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importworker": mailEnv},
+		OTLPEndpoint: cfg.OTLPEndpoint,
 	})
 	if err != nil {
 		return err
@@ -209,14 +214,31 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		fmt.Fprintf(log, "  try:   curl --cacert %s %s/api/Auth/login -H 'Content-Type: application/json' -d '{\"email\":\"%s\",\"password\":\"%s\"}'\n",
 			caFile, base, demo.Email, demo.Password)
 	}
+	if u := referenceURL(base, st.Services); u != "" {
+		fmt.Fprintf(log, "  docs:  %s (the API reference; trust %s in the browser)\n", u, caFile)
+	}
 	if graphNote != "" {
 		fmt.Fprintf(log, "  graph: %s\n", graphNote)
+	}
+	if cfg.OTLPEndpoint != "" {
+		fmt.Fprintf(log, "  traces: every service and the gateway export to %s (OTLP/HTTP)\n", cfg.OTLPEndpoint)
 	}
 	fmt.Fprintf(log, "  logs:  var/logs/*.log, gateway access log var/gateway/access.log\n  Ctrl-C stops everything.\n\n")
 
 	<-ctx.Done()
 	fmt.Fprintln(log, "stopping...")
 	return st.Stop()
+}
+
+// referenceURL is the address of the API reference page behind the
+// gateway at base, taken from the docs service's route in the table; ""
+// when docs is not among the started services.
+func referenceURL(base string, started []string) string {
+	svc, ok := stack.LookupService("docs")
+	if !ok || !svc.Routed() || !contains(started, svc.Name) {
+		return ""
+	}
+	return base + svc.Prefixes[0]
 }
 
 func randomPassword() string {

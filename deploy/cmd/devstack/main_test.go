@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"supportplatform.dev/deploy/stack"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -45,5 +47,21 @@ func TestSplitFields(t *testing.T) {
 	got := splitFields(" apertium, apertium-eng-spa\tfoo ")
 	if strings.Join(got, "|") != "apertium|apertium-eng-spa|foo" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// make run prints the reference page's address when docs runs, and only
+// then; the address is one the gateway routes to docs.
+func TestReferenceURL(t *testing.T) {
+	const base = "https://localhost:8443"
+	got := referenceURL(base, []string{"auth", "topics", "docs"})
+	if got != base+"/docs" {
+		t.Errorf("referenceURL with docs started = %q, want %s/docs", got, base)
+	}
+	if svc, ok := stack.ServiceForPath(strings.TrimPrefix(got, base)); !ok || svc.Name != "docs" {
+		t.Errorf("%s is not routed to docs (%v, %v)", got, svc.Name, ok)
+	}
+	if got := referenceURL(base, []string{"auth", "topics"}); got != "" {
+		t.Errorf("referenceURL without docs = %q, want none", got)
 	}
 }

@@ -1,14 +1,15 @@
-// Command gencompose writes the files of the docker-compose deployment that
-// derive from the service table (deploy/stack/services.go): the Traefik
-// static and dynamic configuration under deploy/compose/traefik/, one
-// Dockerfile per service, and the NATS server's users with their subject
-// permissions (deploy/compose/nats/nats.conf, from the table in
-// pkg/contracts). With -check it writes nothing and fails when a
-// committed file differs from a fresh generation.
+// Command gencompose writes the files of the docker-compose and Kubernetes
+// deployments that derive from the service table
+// (deploy/stack/services.go): the Traefik static and dynamic configuration
+// under deploy/compose/traefik/, one Dockerfile per service, the NATS
+// server's users with their subject permissions
+// (deploy/compose/nats/nats.conf, from the table in pkg/contracts), and the
+// Traefik ConfigMaps of deploy/k8s/base/traefik/ (configuration and local
+// plugins). With -check it writes nothing and fails when a committed file
+// differs from a fresh generation.
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 
 	"supportplatform.dev/deploy/stack"
 )
@@ -45,17 +45,20 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var stale []string
-	for _, rel := range slices.Sorted(maps.Keys(files)) {
+	k8s, err := stack.GenerateK8sFiles(root)
+	if err != nil {
+		return err
+	}
+	maps.Copy(files, k8s)
+	stale := stack.StaleFiles(root, files)
+	if *check {
+		if len(stale) > 0 {
+			return fmt.Errorf("out of date (run `go run ./cmd/gencompose` in deploy/): %v", stale)
+		}
+		return nil
+	}
+	for _, rel := range stale {
 		path := filepath.Join(root, filepath.FromSlash(rel))
-		old, _ := os.ReadFile(path)
-		if bytes.Equal(old, files[rel]) {
-			continue
-		}
-		if *check {
-			stale = append(stale, rel)
-			continue
-		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -63,9 +66,6 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(stdout, "wrote", rel)
-	}
-	if len(stale) > 0 {
-		return fmt.Errorf("out of date (run `go run ./cmd/gencompose` in deploy/): %v", stale)
 	}
 	return nil
 }

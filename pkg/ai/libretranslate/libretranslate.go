@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/text/language"
 
 	"supportplatform.dev/ai/httpretry"
@@ -101,8 +102,10 @@ func New(cfg Config, opts ...Option) *Client {
 		cfg.MaxRetries = 0
 	}
 	c := &Client{
-		cfg:  cfg,
-		http: &http.Client{},
+		cfg: cfg,
+		// Each attempt is a client span of the caller's trace and carries
+		// its traceparent.
+		http: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport)},
 		now:  time.Now,
 		policy: httpretry.Policy{
 			MaxRetries: cfg.MaxRetries,

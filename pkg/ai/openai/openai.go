@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
 	"supportplatform.dev/ai/httpretry"
 )
 
@@ -103,8 +105,10 @@ func New(cfg Config, opts ...Option) *Client {
 		cfg.MaxRetries = 0
 	}
 	c := &Client{
-		cfg:  cfg,
-		http: &http.Client{},
+		cfg: cfg,
+		// Each attempt is a client span of the caller's trace and carries
+		// its traceparent.
+		http: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport)},
 		policy: httpretry.Policy{
 			MaxRetries: cfg.MaxRetries,
 			BaseDelay:  500 * time.Millisecond,

@@ -65,6 +65,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
+	}
 	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.ResetLimit < 1 ||
 		cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 || cfg.ResetWindow <= 0 {
 		return errors.New("config: the AUTH_LOGIN_* and AUTH_ACCOUNT_CREATE_* limits and windows must be positive")
@@ -88,8 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Signer:  auth.NewSigner(key, cfg.JWTIssuer, cfg.JWTAudience, cfg.TokenTTL),
 		Revoker: deps.Verifier.Revocations,
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow),
-			LoginByIP:     ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow),
+			LoginByEmail:  ratelimit.NewAttempts(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow, auth.LoginPending),
+			LoginByIP:     ratelimit.NewAttempts(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow, auth.LoginPending),
 			CreateAccount: ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.CreateLimit, cfg.CreateWindow),
 			ResetByEmail:  ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.ResetLimit, cfg.ResetWindow),
 		},

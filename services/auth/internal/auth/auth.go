@@ -87,10 +87,10 @@ type Revoker interface {
 
 // Limits are the Redis counters that throttle logins and account creation.
 type Limits struct {
-	LoginByEmail  *ratelimit.Limiter // failed logins per e-mail address
-	LoginByIP     *ratelimit.Limiter // failed logins per client IP
-	CreateAccount *ratelimit.Limiter // account creations per customer
-	ResetByEmail  *ratelimit.Limiter // password-reset requests per e-mail address, known or not
+	LoginByEmail  *ratelimit.Attempts // failed logins per e-mail address
+	LoginByIP     *ratelimit.Attempts // failed logins per client IP
+	CreateAccount *ratelimit.Limiter  // account creations per customer
+	ResetByEmail  *ratelimit.Limiter  // password-reset requests per e-mail address, known or not
 }
 
 // ResetTTL is how long a password-reset token is valid.
@@ -159,13 +159,16 @@ func (s *Service) Signer() *Signer { return s.signer }
 
 var errBadCredentials = apperr.E(apperr.Unauthorized, "the e-mail address or password is wrong")
 
-// Login checks credentials and issues a token. Attempts are throttled per
-// e-mail address and per client IP: each attempt is counted before the
-// password is looked at (one atomic Redis step per counter), so parallel
-// attempts cannot all pass a limit that only a few had room under, and an
-// attempt over a limit costs no password hashing. A successful login clears
-// the address's counter and takes its own count back from the IP's, so the
-// limits count failures.
+// Login checks credentials and issues a token. Failed logins are throttled
+// per e-mail address and per client IP (ratelimit.Attempts): each attempt
+// is begun on both counters before the password is looked at, and the
+// attempts under way count against the limits, so parallel attempts cannot
+// all pass a limit that only a few had room under, and an attempt over a
+// limit costs no password hashing. A wrong password counts as a failure on
+// both; the right one clears the address's failures; an attempt that could
+// not be decided (the database is down) counts on neither. An outcome that
+// could not reach Redis (it went down meanwhile) is recorded before the
+// next login begins, so an outage locks nobody out.
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Token, error) {
 	var v apperr.Validation
 	email = strings.TrimSpace(email)
@@ -176,32 +179,32 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err := v.Err(); err != nil {
 		return Token{}, err
 	}
-	emailKey := "login:email:" + strings.ToLower(email)
-	ipKey := "login:ip:" + clientIP
-	if err := s.countLoginAttempt(ctx, emailKey, ipKey); err != nil {
+	att, err := s.beginLogin(ctx, "login:email:"+strings.ToLower(email), "login:ip:"+clientIP)
+	if err != nil {
 		return Token{}, err
 	}
 	a, err := s.store.AccountByEmail(ctx, email)
 	hash := a.PasswordHash
 	if err != nil {
 		if !apperr.Is(err, apperr.NotFound) {
+			// Not a failed login but none at all (the database is
+			// down): the attempt must not count, or an outage would lock
+			// every address that kept trying out once it is over.
+			s.endLogin(ctx, att, loginUndecided)
 			return Token{}, err
 		}
 		hash = s.dummyHash
 	}
 	ok, herr := s.checkPassword(hash, password)
 	if herr != nil {
+		s.endLogin(ctx, att, loginUndecided)
 		return Token{}, apperr.Wrap(apperr.Internal, herr, "")
 	}
 	if err != nil || !ok {
+		s.endLogin(ctx, att, loginFailed)
 		return Token{}, errBadCredentials
 	}
-	if err := s.limits.LoginByEmail.Reset(ctx, emailKey); err != nil {
-		s.log.WarnContext(ctx, "login throttle reset failed", "error", err.Error())
-	}
-	if err := s.limits.LoginByIP.Undo(ctx, ipKey); err != nil {
-		s.log.WarnContext(ctx, "login throttle undo failed", "error", err.Error())
-	}
+	s.endLogin(ctx, att, loginSucceeded)
 	t, err := s.signer.Sign(a, s.now())
 	if err != nil {
 		return Token{}, apperr.Wrap(apperr.Internal, err, "")
@@ -209,27 +212,70 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	return t, nil
 }
 
-// countLoginAttempt counts the attempt on both counters and refuses it when
-// either is over its limit, with the longer wait.
-func (s *Service) countLoginAttempt(ctx context.Context, emailKey, ipKey string) error {
+// LoginPending is how long a login attempt whose end was never recorded
+// (Redis went down before it) counts against the limits: far longer than a
+// login takes.
+const LoginPending = 20 * time.Second
+
+// loginAttempt is a login begun on the address's and the IP's counters.
+type loginAttempt struct {
+	email, ip ratelimit.Attempt
+}
+
+type loginOutcome int
+
+const (
+	loginUndecided loginOutcome = iota
+	loginFailed
+	loginSucceeded
+)
+
+// beginLogin begins the attempt on both counters and refuses it when
+// either is at its limit, with the longer wait.
+func (s *Service) beginLogin(ctx context.Context, emailKey, ipKey string) (loginAttempt, error) {
+	var att loginAttempt
 	var wait time.Duration
 	for _, c := range []struct {
-		l   *ratelimit.Limiter
+		l   *ratelimit.Attempts
 		key string
-	}{{s.limits.LoginByEmail, emailKey}, {s.limits.LoginByIP, ipKey}} {
-		r, err := c.l.Hit(ctx, c.key)
+		at  *ratelimit.Attempt
+	}{{s.limits.LoginByEmail, emailKey, &att.email}, {s.limits.LoginByIP, ipKey, &att.ip}} {
+		at, r, err := c.l.Begin(ctx, c.key)
 		if err != nil {
-			return apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
+			s.endLogin(ctx, att, loginUndecided)
+			return loginAttempt{}, apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
 		}
+		*c.at = at
 		if !r.Allowed && r.RetryAfter > wait {
 			wait = r.RetryAfter
 		}
 	}
 	if wait > 0 {
-		return &apperr.Error{Code: apperr.RateLimited, Message: "too many failed logins; try again later",
+		s.endLogin(ctx, att, loginUndecided)
+		return loginAttempt{}, &apperr.Error{Code: apperr.RateLimited, Message: "too many failed logins; try again later",
 			RetryAfterSeconds: retrySeconds(wait)}
 	}
-	return nil
+	return att, nil
+}
+
+// endLogin records the attempt's outcome on both counters. What Redis does
+// not take (it went down meanwhile) is recorded before the next login of
+// this process begins; an attempt of a process that died expires after
+// LoginPending.
+func (s *Service) endLogin(ctx context.Context, att loginAttempt, o loginOutcome) {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	switch o {
+	case loginFailed:
+		errs = append(errs, s.limits.LoginByEmail.Failed(ctx, att.email), s.limits.LoginByIP.Failed(ctx, att.ip))
+	case loginSucceeded:
+		errs = append(errs, s.limits.LoginByEmail.Clear(ctx, att.email), s.limits.LoginByIP.Done(ctx, att.ip))
+	default:
+		errs = append(errs, s.limits.LoginByEmail.Done(ctx, att.email), s.limits.LoginByIP.Done(ctx, att.ip))
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.log.WarnContext(ctx, "login throttle: the attempt's outcome is recorded later", "error", err.Error())
+	}
 }
 
 func retrySeconds(d time.Duration) int {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type fixture struct {
 	clock  *clocktest.Clock
 	hashes atomic.Int64 // password checks (argon2id runs) during logins
 	ttl    time.Duration
+	deps   auth.Deps // what svc was made of (a test may swap the store)
 }
 
 const (
@@ -68,13 +70,13 @@ func newFixture(t *testing.T, l limits) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{db: db, clock: clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), ttl: 45 * time.Minute}
-	f.svc, err = auth.NewService(auth.Deps{
+	f.deps = auth.Deps{
 		Store:   postgres.New(db),
 		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", f.ttl),
 		Revoker: authn.NewRevocations(rdb, prefix),
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.New(rdb, prefix, l.email, 15*time.Minute),
-			LoginByIP:     ratelimit.New(rdb, prefix, l.ip, 15*time.Minute),
+			LoginByEmail:  ratelimit.NewAttempts(rdb, prefix, l.email, 15*time.Minute, auth.LoginPending),
+			LoginByIP:     ratelimit.NewAttempts(rdb, prefix, l.ip, 15*time.Minute, auth.LoginPending),
 			CreateAccount: ratelimit.New(rdb, prefix, l.create, time.Hour),
 			ResetByEmail:  ratelimit.New(rdb, prefix, l.reset, time.Hour),
 		},
@@ -84,7 +86,8 @@ func newFixture(t *testing.T, l limits) *fixture {
 			f.hashes.Add(1)
 			return auth.CheckPassword(hash, password)
 		},
-	})
+	}
+	f.svc, err = auth.NewService(f.deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +230,41 @@ func TestSuccessfulLoginsDoNotUseUpTheLimits(t *testing.T) {
 	}
 	_, err := f.svc.Login(ctx, adminEmail, "wrong password", "203.0.113.9")
 	wantCode(t, err, apperr.RateLimited)
+}
+
+// TestLoginsDuringADatabaseOutageDoNotCount: while the database cannot be
+// reached a login is 503, not a failure: the throttles take the attempt
+// back, so an address that kept trying during the outage is not locked
+// out after it.
+func TestLoginsDuringADatabaseOutageDoNotCount(t *testing.T) {
+	f := newFixture(t, limits{email: 3, ip: 3, create: 20, reset: 5})
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "postgres://postgres@" + l.Addr().String() + "/gone?sslmode=disable"
+	l.Close()
+	pool, err := pgxpool.New(ctx, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	deps := f.deps
+	deps.Store = postgres.New(pool)
+	outage, err := auth.NewService(deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		_, err := outage.Login(ctx, adminEmail, adminPassword, "203.0.113.1")
+		if e := wantCode(t, err, apperr.Unavailable); strings.Contains(e.Message, "127.0.0.1") {
+			t.Fatalf("the answer shows the internals: %q", e.Message)
+		}
+	}
+	if _, err := f.svc.Login(ctx, adminEmail, adminPassword, "203.0.113.1"); err != nil {
+		t.Fatalf("first login after the outage: %v", err)
+	}
 }
 
 // TestTokenLifetime: the token's times come from the injected clock.

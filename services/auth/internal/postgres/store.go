@@ -94,10 +94,10 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.P
 		_, err = tx.Exec(ctx, `WITH acc AS (SELECT account_id FROM accounts WHERE account_id = $1),
 			reset AS (INSERT INTO password_resets (account_id, token_hash, created_at, expires_at)
 				SELECT account_id, $2, $3, $4 FROM acc),
-			event AS (INSERT INTO outbox (event_id, subject, data, request_id)
-				SELECT $5, $6, $7, $8 FROM acc)
+			event AS (INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
+				SELECT $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, '') FROM acc)
 			SELECT pg_notify('outbox_' || current_schema(), '')`,
-			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID)
+			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID, msg.TraceParent, msg.TraceState)
 		return err
 	})
 	return postgres.Error(err, "password reset")

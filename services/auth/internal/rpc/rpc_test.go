@@ -61,8 +61,8 @@ func setup(t *testing.T) env {
 		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", time.Hour),
 		Revoker: authn.NewRevocations(rdb, prefix),
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.New(rdb, prefix, 5, time.Minute),
-			LoginByIP:     ratelimit.New(rdb, prefix, 50, time.Minute),
+			LoginByEmail:  ratelimit.NewAttempts(rdb, prefix, 5, time.Minute, auth.LoginPending),
+			LoginByIP:     ratelimit.NewAttempts(rdb, prefix, 50, time.Minute, auth.LoginPending),
 			CreateAccount: ratelimit.New(rdb, prefix, 20, time.Minute),
 			ResetByEmail:  ratelimit.New(rdb, prefix, 5, time.Minute),
 		},

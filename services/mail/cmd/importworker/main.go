@@ -101,6 +101,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
+	}
 	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
 	}
@@ -168,6 +171,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// The consumer starts once the health server listens and stops at
 	// shutdown after the HTTP server, before the pools close: the imports
 	// in hand finish within SHUTDOWN_GRACE or are abandoned unacknowledged.
+	// Their state on /metrics (jetstream_consumer_*), once declared.
+	deps.Bus.WatchConsumer(deps.Bus.Names.Stream(contracts.StreamMailImport), deps.Bus.Names.Stream(importer.DurableName))
+	deps.Bus.WatchConsumer(deps.Bus.Names.Stream(contracts.StreamEvents), deps.Bus.Names.Stream(replier.Durable))
 	deps.Go(func(ctx context.Context) { worker.Run(ctx, deps.Bus.JS, deps.Bus.Names) })
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
+	}
 	opts := boot.Options{Service: "mailingest", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
 	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)

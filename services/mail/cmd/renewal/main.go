@@ -81,6 +81,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
+	}
 	if cmd == "migrate" {
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
 	}

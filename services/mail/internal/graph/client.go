@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+	"supportplatform.dev/pkg/telemetry"
 )
 
 const (
@@ -126,9 +127,9 @@ func New(cfg Config) (*Client, error) {
 	if c.scope == "" {
 		c.scope = DefaultScope
 	}
-	if c.http == nil {
-		c.http = &http.Client{Timeout: DefaultTimeout}
-	}
+	// Every Graph call (token requests too) is a client span of the
+	// request or import it serves.
+	c.http = telemetry.HTTPClient(c.http, DefaultTimeout)
 	if c.now == nil {
 		c.now = time.Now
 	}

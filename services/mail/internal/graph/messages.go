@@ -53,7 +53,7 @@ func addresses(rs []recipientJSON) []Address {
 func recipients(as []Address) []recipientJSON {
 	out := make([]recipientJSON, len(as))
 	for i, a := range as {
-		out[i] = recipientJSON{EmailAddress: emailAddressJSON{Name: a.Name, Address: a.Address}}
+		out[i] = recipientJSON{EmailAddress: emailAddressJSON(a)}
 	}
 	return out
 }

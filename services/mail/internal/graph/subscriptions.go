@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 	"unicode/utf8"
+
+	"supportplatform.dev/services/mail/internal/mail"
 )
 
 // ChangeTypeCreated is the only change the mail service subscribes to: new messages in a folder.
@@ -42,12 +43,9 @@ type NewSubscription struct {
 	Expiration  time.Time
 }
 
-// Resource names a folder's messages as a subscription resource:
-// /users/{mailbox}/mailFolders('{folderId}')/messages. The mailbox is path-escaped; a quote in
-// the folder id is doubled, as OData quotes string literals.
-func Resource(mailbox, folderID string) string {
-	return "/users/" + url.PathEscape(mailbox) + "/mailFolders('" + strings.ReplaceAll(folderID, "'", "''") + "')/messages"
-}
+// Resource names a folder's messages as a subscription resource, spelled as
+// mail.SubscriptionResource spells it (the service compares the two).
+func Resource(mailbox, folderID string) string { return mail.SubscriptionResource(mailbox, folderID) }
 
 // subscriptionJSON is the wire form of Graph's subscription resource, both ways.
 type subscriptionJSON struct {

@@ -46,7 +46,7 @@ func (w *fakeWebhook) Notify(ctx context.Context, items []mail.Notification) (ma
 	return w.res, w.err
 }
 
-func newServer(t *testing.T, wh httpapi.Webhook) http.Handler {
+func newServer(t testing.TB, wh httpapi.Webhook) http.Handler {
 	t.Helper()
 	s, err := httpserver.New(httpserver.Options{Service: "mailingest-test", Logger: quiet, MaxBodyBytes: 64 << 10})
 	if err != nil {

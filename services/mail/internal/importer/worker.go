@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/natsbus"
 )
 
 // DurableName is the import workers' durable consumer on MAIL_IMPORT (every
@@ -153,7 +154,7 @@ func (w *Worker) Run(ctx context.Context, js jetstream.JetStream, names contract
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			w.handle(work, msg)
+			w.handle(work, names, msg)
 		})
 	}
 	done := make(chan struct{})
@@ -195,10 +196,16 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// handle runs one request and settles its message.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
+// handle runs one request and settles its message, under a consumer span
+// that continues the trace of whoever asked for the import (the provider's
+// notification through mailingest, a renewal's catch-up).
+func (w *Worker) handle(ctx context.Context, names contracts.Names, msg jetstream.Msg) {
+	ctx, span := natsbus.StartConsumerSpan(ctx, names, msg, names.Stream(DurableName))
+	var failed error
+	defer func() { natsbus.EndSpan(span, failed) }()
 	var req contracts.MailImportRequest
 	if err := json.Unmarshal(msg.Data(), &req); err != nil || req.FolderID <= 0 || req.CustomerID <= 0 {
+		failed = errors.New("malformed import request")
 		w.o.Log.ErrorContext(ctx, "malformed import request terminated", "subject", msg.Subject())
 		_ = msg.Term()
 		return
@@ -236,6 +243,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		// Shutdown: handed back for another replica (or the next start).
 		_ = msg.Nak()
 	default:
+		failed = err
 		delivered := 1
 		if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
 			delivered = int(md.NumDelivered)

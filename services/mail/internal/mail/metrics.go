@@ -74,5 +74,8 @@ func newNotifyMetrics(reg *prometheus.Registry, log *slog.Logger) *notifyMetrics
 		DropUnknownLifecycle, DropUnparseable, DropAmbiguous} {
 		m.dropped.WithLabelValues(r) // exported at 0 from the start
 	}
+	for _, e := range []string{LifecycleReauthorizationRequired, LifecycleSubscriptionRemoved, LifecycleMissed} {
+		m.lifecycle.WithLabelValues(e)
+	}
 	return m
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -75,9 +76,15 @@ func (e *ProviderThrottled) Error() string {
 func (e *ProviderThrottled) Unwrap() error { return e.Err }
 
 // SubscriptionResource is the resource the provider subscribes for a
-// folder of a mailbox.
+// folder of a mailbox: /users/{mailbox}/mailFolders('{folderId}')/messages,
+// the one spelling the subscription calls send and the stale-subscription
+// check compares with. The mailbox is path-escaped; in the folder id a quote
+// is doubled, as OData quotes string literals, and what would end or
+// corrupt the path segment (/, %, ?, #, spaces...) is percent-encoded, so
+// that ParseFolderResource reads back exactly the mailbox and folder id.
 func SubscriptionResource(mailbox, folderID string) string {
-	return "/users/" + mailbox + "/mailFolders('" + folderID + "')/messages"
+	folder := strings.ReplaceAll(url.PathEscape(strings.ReplaceAll(folderID, "'", "''")), "%27", "'")
+	return "/users/" + url.PathEscape(mailbox) + "/mailFolders('" + folder + "')/messages"
 }
 
 // sameResource compares resources the way the provider may spell them back

@@ -182,8 +182,13 @@ func TestImportLeaseLostWithItsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var killed bool
-	if err := pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND objsubid = 2 AND objid = $1`, fs[0].ID).Scan(&killed); err != nil || !killed {
+	// The holder of this database's lock (other tests' databases hold
+	// locks of the same ids), waited for until it has exited: without the
+	// timeout, pg_terminate_backend only signals, and the lock may still be
+	// held when the next TryLockImport asks.
+	if err := pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND objid = $1
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, fs[0].ID).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate: %v %v", killed, err)
 	}
 	if err := lease.Alive(ctx); err == nil {

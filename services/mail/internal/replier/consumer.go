@@ -13,7 +13,6 @@ import (
 
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
-	"supportplatform.dev/pkg/requestid"
 )
 
 // Durable is the consumer's base name (contracts.Names.Stream prefixes it).
@@ -126,7 +125,7 @@ func Start(ctx context.Context, bus *natsbus.Bus, store Store, sender Sender, op
 		c.wg.Add(1)
 		go func() {
 			defer func() { <-c.slots; c.wg.Done() }()
-			c.deliver(h, m, schedule, maxDeliver)
+			c.deliver(h, bus.Names, m, schedule, maxDeliver)
 		}()
 	}, jetstream.PullMaxMessages(cfg.Concurrency))
 	if err != nil {
@@ -137,14 +136,15 @@ func Start(ctx context.Context, bus *natsbus.Bus, store Store, sender Sender, op
 	return c, nil
 }
 
-// deliver handles one message and acks or naks it.
-func (c *Consumer) deliver(h *Handler, m jetstream.Msg, schedule []time.Duration, maxDeliver int) {
-	ctx := c.base
-	if id := m.Headers().Get(requestid.Header); id != "" {
-		ctx = requestid.With(ctx, id)
-	}
+// deliver handles one message and acks or naks it, under a consumer span
+// that continues the trace of the agent's send-reply request.
+func (c *Consumer) deliver(h *Handler, names contracts.Names, m jetstream.Msg, schedule []time.Duration, maxDeliver int) {
+	ctx, span := natsbus.StartConsumerSpan(c.base, names, m, names.Stream(Durable))
+	var failed error
+	defer func() { natsbus.EndSpan(span, failed) }()
 	var ev contracts.Event[contracts.ReplySent]
 	if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.Type != contracts.EventReplySent {
+		failed = errors.New("undecodable reply event")
 		c.log.ErrorContext(ctx, "undecodable reply event terminated", "subject", m.Subject(), "type", ev.Type)
 		h.metrics.count(OutcomeInvalid)
 		_ = m.Term()
@@ -156,6 +156,7 @@ func (c *Consumer) deliver(h *Handler, m jetstream.Msg, schedule []time.Duration
 	}
 	res, err := h.Handle(ctx, ev, Delivery{Number: n, Last: n >= maxDeliver})
 	if err != nil {
+		failed = err
 		delay := schedule[min(n, len(schedule))-1]
 		if n >= maxDeliver {
 			c.log.ErrorContext(ctx, "reply event given up after its last delivery", "error", err.Error(), "eventID", ev.ID)

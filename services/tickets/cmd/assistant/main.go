@@ -65,6 +65,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
+	}
 	// The tickets binary applies the migrations at start; the assistant may
 	// run them too (the same schema and files), so either may start first.
 	opts := boot.Options{Service: "assistant", Schema: postgres.Schema, Migrations: postgres.Migrations()}

@@ -71,13 +71,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if len(args) > 1 {
 		cmd = args[1]
 	}
-	opts := boot.Options{Service: "tickets", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}
+	opts := boot.Options{Service: "tickets", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true,
+		// The busiest pool: at 4 connections (pgx's default on 2 CPUs) its requests
+		// waited for one (make soak: p99 0.6-0.8 s against 0.2 s at 8).
+		MaxConns: 8}
 	switch cmd {
 	case "migrate":
 		return boot.Migrate(ctx, cfg.Common, opts, stdout)
+	case "healthcheck":
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
 	case "serve":
 	default:
-		return fmt.Errorf("unknown command %q (serve, migrate)", cmd)
+		return fmt.Errorf("unknown command %q (serve, migrate, healthcheck)", cmd)
 	}
 	deps, err := boot.Open(ctx, cfg.Common, opts, stdout)
 	if err != nil {

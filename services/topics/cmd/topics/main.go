@@ -47,6 +47,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
+	}
 	// Outbox: the store writes each change's events to the outbox table in
 	// the change's transaction; boot relays them to JetStream.
 	opts := boot.Options{Service: "topics", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true}

@@ -53,10 +53,21 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, _ []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg Config
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
+	}
+	cmd, err := boot.Command(args)
+	if err != nil {
+		return err
+	}
+	if cmd == "migrate" { // the same deployment step for every binary
+		fmt.Fprintln(stdout, "translation has no schema: nothing to migrate")
+		return nil
+	}
+	if cmd == "healthcheck" {
+		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
 	}
 	if err := cfg.checkBudget(); err != nil {
 		return err

@@ -16,6 +16,16 @@ type field struct {
 	weight float64
 }
 
+// textBytes is the length of the fields' texts: the cost of an index of
+// them in the engine's caches.
+func textBytes(fs []field) int64 {
+	var n int64
+	for _, f := range fs {
+		n += int64(len(f.text))
+	}
+	return n
+}
+
 // bm25Doc is one indexed document: its weighted term frequencies.
 type bm25Doc struct {
 	tf  map[string]float64

@@ -66,6 +66,10 @@ const (
 const (
 	cacheTTL     = 10 * time.Minute
 	cacheEntries = 256
+	// cacheTextBytes is the budget of each index cache, counted in bytes of
+	// the text the indexes were built from (an index takes a few times
+	// that: its terms, frequencies and maps).
+	cacheTextBytes = 16 << 20
 )
 
 // Options configure the engine.
@@ -97,9 +101,9 @@ func New(o Options) *Engine {
 	return &Engine{
 		tr:           o.Translator,
 		seed:         maphash.MakeSeed(),
-		topicIndexes: newCache[*bm25Index](o.Now, cacheTTL, cacheEntries),
-		docIndexes:   newCache[*bm25Index](o.Now, cacheTTL, cacheEntries),
-		translations: newCache[[]string](o.Now, cacheTTL, 4*cacheEntries),
+		topicIndexes: newCache[*bm25Index](o.Now, cacheTTL, cacheEntries, cacheTextBytes),
+		docIndexes:   newCache[*bm25Index](o.Now, cacheTTL, cacheEntries, cacheTextBytes),
+		translations: newCache[[]string](o.Now, cacheTTL, 4*cacheEntries, cacheTextBytes/4),
 	}
 }
 
@@ -203,6 +207,7 @@ func (e *Engine) topicIndex(topics []assistant.Topic) *bm25Index {
 	if ix, ok := e.topicIndexes.get(key); ok {
 		return ix
 	}
+	var size int64
 	fields := make([][]field, len(topics))
 	for i, t := range topics {
 		f := []field{{t.Name, weightTopicName}, {t.Description, weightTopicDescription}}
@@ -210,9 +215,10 @@ func (e *Engine) topicIndex(topics []assistant.Topic) *bm25Index {
 			f = append(f, field{d.Title, weightTopicDocTitle}, field{d.Content, weightTopicDocContent})
 		}
 		fields[i] = f
+		size += textBytes(f)
 	}
 	ix := newIndex(fields)
-	e.topicIndexes.put(key, ix)
+	e.topicIndexes.put(key, ix, size)
 	return ix
 }
 
@@ -226,11 +232,13 @@ func (e *Engine) docIndex(docs []assistant.Document) *bm25Index {
 	if ix, ok := e.docIndexes.get(key); ok {
 		return ix
 	}
+	var size int64
 	fields := make([][]field, len(docs))
 	for i, d := range docs {
 		fields[i] = []field{{d.Title, weightDocTitle}, {d.Content, weightDocContent}}
+		size += textBytes(fields[i])
 	}
 	ix := newIndex(fields)
-	e.docIndexes.put(key, ix)
+	e.docIndexes.put(key, ix, size)
 	return ix
 }

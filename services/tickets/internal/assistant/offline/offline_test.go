@@ -407,12 +407,12 @@ func TestIndexCacheExpires(t *testing.T) {
 
 func TestCacheEvictsTheOldest(t *testing.T) {
 	clock := clocktest.New(time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC))
-	c := newCache[int](clock.Now, time.Hour, 2)
-	c.put(1, 1)
+	c := newCache[int](clock.Now, time.Hour, 2, 1000)
+	c.put(1, 1, 10)
 	clock.Advance(time.Minute)
-	c.put(2, 2)
+	c.put(2, 2, 10)
 	clock.Advance(time.Minute)
-	c.put(3, 3)
+	c.put(3, 3, 10)
 	if _, ok := c.get(1); ok {
 		t.Error("the oldest entry survived")
 	}
@@ -420,6 +420,45 @@ func TestCacheEvictsTheOldest(t *testing.T) {
 		if v, ok := c.get(k); !ok || v != int(k) {
 			t.Errorf("entry %d: %v, %v", k, v, ok)
 		}
+	}
+}
+
+// The cost budget bounds the cache whatever the number of entries: ever
+// larger values (a customer's growing topic set, a new key each time) push
+// the oldest out, a value over the whole budget is not kept, and replacing
+// a key does not count it twice.
+func TestCacheKeepsToItsCostBudget(t *testing.T) {
+	clock := clocktest.New(time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC))
+	c := newCache[int](clock.Now, time.Hour, 100, 100)
+	for k := uint64(1); k <= 20; k++ {
+		clock.Advance(time.Second)
+		c.put(k, int(k), int64(k*5))
+		if c.cost > c.maxCost {
+			t.Fatalf("after key %d the cost is %d, over the budget %d", k, c.cost, c.maxCost)
+		}
+		if _, ok := c.get(k); !ok {
+			t.Fatalf("key %d was not kept", k)
+		}
+	}
+	if _, ok := c.get(1); ok {
+		t.Error("the oldest entry survived the budget")
+	}
+	var sum int64
+	for _, e := range c.entries {
+		sum += e.cost
+	}
+	if sum != c.cost {
+		t.Errorf("cost %d, entries sum to %d", c.cost, sum)
+	}
+	c.put(99, 99, 101)
+	if _, ok := c.get(99); ok {
+		t.Error("a value over the whole budget was kept")
+	}
+	before := c.cost
+	c.put(20, 20, 100)
+	c.put(20, 20, 100)
+	if c.cost != 100 || len(c.entries) != 1 {
+		t.Errorf("replacing a key: cost %d (was %d), %d entries; want 100, 1", c.cost, before, len(c.entries))
 	}
 }
 

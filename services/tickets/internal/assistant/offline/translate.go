@@ -69,7 +69,11 @@ func (e *Engine) translate(ctx context.Context, src, dst string, texts []string)
 	for i := range out {
 		out[i] = cleanMT(out[i])
 	}
-	e.translations.put(key, out)
+	var size int64
+	for i := range out {
+		size += int64(len(texts[i]) + len(out[i]))
+	}
+	e.translations.put(key, out, size)
 	return out, nil
 }
 

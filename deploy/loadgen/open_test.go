@@ -1,0 +1,106 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// call sends a GET and returns a *StatusError for any status but 200.
+func call(c *http.Client, url string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return &StatusError{Method: req.Method, Path: req.URL.Path, Status: resp.StatusCode}
+		}
+		return nil
+	}
+}
+
+func TestRunOpenKeepsTheRate(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	var n, running, peak atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cur := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if cur <= p || peak.CompareAndSwap(p, cur) {
+				break
+			}
+		}
+		time.Sleep(delay)
+		if n.Add(1)%10 == 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	var progress atomic.Int32
+	res, err := RunOpen(t.Context(), OpenConfig{Rate: 200, Duration: 500 * time.Millisecond, Call: call(srv.Client(), srv.URL),
+		ProgressEvery: 100 * time.Millisecond, Progress: func(OpenProgress) { progress.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Started != 100 {
+		t.Fatalf("started %d requests in 500 ms at 200/s, want 100", res.Started)
+	}
+	if res.Requests+res.Errors != res.Started || res.Errors != res.ErrorsByKind["status 503"] || res.Errors != 10 {
+		t.Fatalf("result %+v", res)
+	}
+	// A closed loop of one would have run 25 requests one after another;
+	// this one overlapped them to keep the rate.
+	if peak.Load() < 2 {
+		t.Fatalf("at most %d requests ran at once", peak.Load())
+	}
+	if res.P50 < delay || res.Max < res.P99 {
+		t.Fatalf("percentiles %+v for a %s handler", res.Result, delay)
+	}
+	if progress.Load() < 3 {
+		t.Fatalf("progress reported %d times in 500 ms every 100 ms", progress.Load())
+	}
+}
+
+func TestRunOpenCountsOverloadAndTimeouts(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	res, err := RunOpen(t.Context(), OpenConfig{Rate: 100, Duration: 200 * time.Millisecond, MaxInFlight: 5,
+		Timeout: 300 * time.Millisecond, Call: call(srv.Client(), srv.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Started != 20 || res.ErrorsByKind["overload"] != 15 || res.ErrorsByKind["timeout"] != 5 || res.Requests != 0 {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestErrorKind(t *testing.T) {
+	for err, want := range map[error]string{
+		&StatusError{Method: "GET", Path: "/x", Status: 502}: "status 502",
+		ErrOverload:                    "overload",
+		context.DeadlineExceeded:       "timeout",
+		errors.New("connection reset"): "transport",
+	} {
+		if got := ErrorKind(err); got != want {
+			t.Errorf("ErrorKind(%v) = %q, want %q", err, got, want)
+		}
+	}
+}

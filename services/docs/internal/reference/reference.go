@@ -1,0 +1,178 @@
+// Package reference serves the API reference page: Swagger UI (vendored from
+// the npm package swagger-ui-dist by `make docs-assets`) showing a copy of
+// gateway/openapi.yaml, everything embedded in the binary. The page loads
+// nothing from anywhere but its own origin, runs no inline script and can
+// therefore be served with a strict Content-Security-Policy.
+package reference
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// Files are what the binary embeds: the OpenAPI document (a copy of
+// gateway/openapi.yaml, kept equal by a test), the vendored viewer and the
+// page's own files.
+//
+//go:embed openapi.yaml swaggerui page
+var Files embed.FS
+
+// Base is the path prefix of every route of the page (the gateway routes it
+// to this service).
+const Base = "/docs"
+
+// SpecFile is the name of the embedded OpenAPI document.
+const SpecFile = "openapi.yaml"
+
+// asset is one file served under Base+"/assets/".
+type asset struct {
+	contentType string
+	body        []byte
+	gzipped     []byte // nil when compression does not pay
+	etag        string // strong, of the identity body; "-gzip" is added for the gzipped one
+	// immutable assets have the content hash in their name: any change
+	// gives a new URL, so browsers may keep them for a year.
+	immutable bool
+}
+
+// Site is the page and its files, prepared once at start.
+type Site struct {
+	page   asset
+	spec   asset
+	assets map[string]*asset // by served file name
+	// names maps each page asset's source name to its served (hashed) name.
+	names map[string]string
+}
+
+// pageAssets are referenced by the page; they are served under names that
+// contain their content hash.
+var pageAssets = []string{
+	"swaggerui/swagger-ui.css",
+	"swaggerui/swagger-ui-bundle.js",
+	"swaggerui/favicon-32x32.png",
+	"page/docs.css",
+	"page/docs.js",
+}
+
+// licenseFiles of the vendored viewer, served under their own names.
+var licenseFiles = []string{
+	"swaggerui/LICENSE",
+	"swaggerui/NOTICE",
+	"swaggerui/swagger-ui-bundle.js.LICENSE.txt",
+}
+
+// New prepares the site from files (Files in production).
+func New(files fs.FS) (*Site, error) {
+	s := &Site{assets: map[string]*asset{}, names: map[string]string{}}
+	for _, src := range pageAssets {
+		a, err := load(files, src)
+		if err != nil {
+			return nil, err
+		}
+		a.immutable = true
+		name := hashedName(path.Base(src), a.etag)
+		s.assets[name] = a
+		s.names[src] = name
+	}
+	for _, src := range licenseFiles {
+		a, err := load(files, src)
+		if err != nil {
+			return nil, err
+		}
+		s.assets[path.Base(src)] = a
+	}
+	spec, err := load(files, SpecFile)
+	if err != nil {
+		return nil, err
+	}
+	s.spec = *spec
+
+	tmpl, err := template.ParseFS(files, "page/index.html.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	url := func(src string) string { return Base + "/assets/" + s.names[src] }
+	if err := tmpl.Execute(&b, map[string]string{
+		"CSS":      url("swaggerui/swagger-ui.css"),
+		"PageCSS":  url("page/docs.css"),
+		"Bundle":   url("swaggerui/swagger-ui-bundle.js"),
+		"PageJS":   url("page/docs.js"),
+		"Icon":     url("swaggerui/favicon-32x32.png"),
+		"SpecURL":  Base + "/" + SpecFile,
+		"Licenses": Base + "/assets/LICENSE",
+		"Version":  version(files),
+	}); err != nil {
+		return nil, err
+	}
+	s.page = *newAsset("text/html; charset=utf-8", b.Bytes())
+	return s, nil
+}
+
+// AssetURL is the path the page uses for the embedded file src (for
+// example "swaggerui/swagger-ui-bundle.js"); "" when src is not one.
+func (s *Site) AssetURL(src string) string {
+	if name, ok := s.names[src]; ok {
+		return Base + "/assets/" + name
+	}
+	return ""
+}
+
+func load(files fs.FS, src string) (*asset, error) {
+	body, err := fs.ReadFile(files, src)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w (run make docs-assets)", err)
+	}
+	ct, ok := contentTypes[path.Ext(src)]
+	if !ok {
+		ct = "text/plain; charset=utf-8" // LICENSE, NOTICE
+	}
+	return newAsset(ct, body), nil
+}
+
+var contentTypes = map[string]string{
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".png":  "image/png",
+	".txt":  "text/plain; charset=utf-8",
+	".yaml": "application/yaml; charset=utf-8", // RFC 9512
+}
+
+func newAsset(contentType string, body []byte) *asset {
+	sum := sha256.Sum256(body)
+	a := &asset{contentType: contentType, body: body, etag: hex.EncodeToString(sum[:8])}
+	if strings.HasPrefix(contentType, "image/") || len(body) < 1024 {
+		return a
+	}
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, gzip.DefaultCompression)
+	_, _ = w.Write(body)
+	_ = w.Close()
+	if z.Len() < len(body)*9/10 {
+		a.gzipped = z.Bytes()
+	}
+	return a
+}
+
+// hashedName puts hash before the extension: swagger-ui.css becomes
+// swagger-ui.<hash>.css.
+func hashedName(name, hash string) string {
+	ext := path.Ext(name)
+	return strings.TrimSuffix(name, ext) + "." + hash[:12] + ext
+}
+
+func version(files fs.FS) string {
+	b, err := fs.ReadFile(files, "swaggerui/VERSION")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
