@@ -70,9 +70,9 @@ func Tail(s string, lines int) string {
 }
 
 // dumpStackLog keeps a failed run's whole stack output in a file and prints
-// its path and the end of its warnings, errors and plain-text lines: the
-// routine request lines would push the test's own failure messages out of
-// what a CI log shows.
+// its path and the last few of its unexpected lines. Few: a CI log shows a
+// window of lines before the package's FAIL line, and the test's own
+// failure messages (printed before this) must stay in it.
 func dumpStackLog(name, log string) {
 	path := ""
 	if f, err := os.CreateTemp("", "sp-"+name+"-stack-*.log"); err == nil {
@@ -80,15 +80,18 @@ func dumpStackLog(name, log string) {
 		_ = f.Close()
 		path = f.Name()
 	}
-	fmt.Fprintf(os.Stderr, "--- stack output of the failed run: %s; its notable lines ---\n%s", path, Tail(Notable(log), 150))
+	fmt.Fprintf(os.Stderr, "--- stack output of the failed run: %s; its last unexpected lines ---\n%s--- end of the stack output; the test failures are above it ---\n",
+		path, Tail(Notable(log), 8))
 }
 
 // Notable returns the lines of a stack's output that are not JSON log
-// lines of level DEBUG or INFO.
+// lines of level DEBUG or INFO, nor a request refused because a dependency
+// is down (503: what an outage test expects by the hundred).
 func Notable(log string) string {
 	var b strings.Builder
 	for line := range strings.Lines(log) {
-		if strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"level":"DEBUG"`) {
+		if strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, `"level":"DEBUG"`) ||
+			strings.Contains(line, `"msg":"request failed"`) && strings.Contains(line, `"error":"unavailable: `) {
 			continue
 		}
 		b.WriteString(line)
