@@ -4,9 +4,9 @@
 // through the gateway over HTTPS (a short closed-loop run), then sends half
 // that rate open-loop for SOAK_DURATION (default 10m). It prints the
 // requests, the errors by status (target 0), the latency percentiles and
-// every service's resident memory after a warm-up minute and at the end
-// (target: less than 10% growth), and exits non-zero when a target is
-// missed.
+// every service's resident memory in the minute after a warm-up minute and
+// in the last minute (medians of readings every second; target: less than
+// 10% growth) with its peak, and exits non-zero when a target is missed.
 package main
 
 import (
@@ -162,52 +162,41 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	d.resetStats()
 
-	fmt.Fprintf(stdout, "soak: %s open loop at %.0f req/s; RSS read after %s and %s before the end\n",
-		o.duration, rate, o.warmup, rssLead)
-	var rssStart, rssEnd map[string]int64
+	win := rssWindow(o.duration, o.warmup)
+	fmt.Fprintf(stdout, "soak: %s open loop at %.0f req/s; RSS read every second, compared as the medians of %s after the %s warm-up and of the last %s\n",
+		o.duration, rate, win, o.warmup, win)
+	rec := &rssRecorder{}
 	var wg sync.WaitGroup
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t0 := time.Now()
-	wg.Go(func() {
-		rssStart = sampleAt(rctx, t0.Add(o.warmup), st.PIDs)
-		rssEnd = sampleAt(rctx, t0.Add(o.duration-rssLead), st.PIDs)
-	})
+	wg.Go(func() { rec.run(rctx, t0, time.Second, st.PIDs) })
 	res, err := loadgen.RunOpen(ctx, loadgen.OpenConfig{Rate: rate, Duration: o.duration,
 		Call: func(ctx context.Context) error { return d.next(ctx) },
 		Progress: func(p loadgen.OpenProgress) {
 			fmt.Fprintf(stdout, "  %6s  started %8d  ok %8d  errors %4d  in flight %4d  RSS %s\n",
 				p.Elapsed.Round(time.Second), p.Started, p.OK, p.Errors, p.InFlight, rssLine(all, readRSS(st.PIDs())))
 		}})
+	cancel()
 	wg.Wait()
 	if err != nil {
 		return err
 	}
-	return report(stdout, res, d, all, rssStart, rssEnd, o.rssLimit)
+	// The load's last second may end before the recorder's reading of it.
+	end := min(o.duration, rec.last())
+	rssStart := rec.median(o.warmup, o.warmup+win)
+	rssEnd := rec.median(end-win, end+time.Nanosecond)
+	return report(stdout, res, d, all, rssStart, rssEnd, rec.peak(), o.rssLimit)
 }
 
-// rssLead is how long before the end of the run the last RSS reading
-// starts: under load, like the first.
-const rssLead = 10 * time.Second
-
-// sampleAt waits until at, then reads every process's RSS five times a
-// second apart and returns the means (nil when ctx ends first).
-func sampleAt(ctx context.Context, at time.Time, pids func() map[string]int) map[string]int64 {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-t.C:
-	}
-	var samples []map[string]int64
-	for i := range 5 {
-		if i > 0 {
-			time.Sleep(time.Second)
-		}
-		samples = append(samples, readRSS(pids()))
-	}
-	return meanRSS(samples)
+// rssWindow is how long each of the two RSS readings compared lasts: a
+// minute, or half of what the run leaves after the warm-up when that is
+// shorter. A median over it is a process's resident memory at that time of
+// the run, not that of one burst (a moment when the machine stalled the
+// service and requests piled up); a leak moves it, a burst shows in the
+// peak column.
+func rssWindow(duration, warmup time.Duration) time.Duration {
+	return min(time.Minute, (duration-warmup)/2)
 }
 
 func rssLine(services []string, rss map[string]int64) string {
@@ -218,7 +207,7 @@ func rssLine(services []string, rss map[string]int64) string {
 	return strings.Join(parts, " ") + " MiB"
 }
 
-func report(w io.Writer, res loadgen.OpenResult, d *driver, services []string, start, end map[string]int64, limit float64) error {
+func report(w io.Writer, res loadgen.OpenResult, d *driver, services []string, start, end, peak map[string]int64, limit float64) error {
 	fmt.Fprintf(w, "\nrequests %d sent, %d ok, %d errors; %.0f ok req/s\n", res.Started, res.Requests, res.Errors, res.RPS)
 	fmt.Fprintf(w, "latency from the scheduled start: p50 %s  p90 %s  p99 %s  max %s\n", res.P50, res.P90, res.P99, res.Max)
 	if res.Errors > 0 {
@@ -242,16 +231,16 @@ func report(w io.Writer, res loadgen.OpenResult, d *driver, services []string, s
 	if start == nil || end == nil {
 		return errors.New("the RSS was not read (the run ended early)")
 	}
-	rows := rssRows(services, start, end)
+	rows := rssRows(services, start, end, peak)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "process\tRSS after warm-up\tRSS at the end\tgrowth\t\n")
+	fmt.Fprintf(tw, "process\tRSS after warm-up\tRSS at the end\tgrowth\tpeak\t\n")
 	for _, r := range rows {
 		note := ""
 		if !r.Target {
 			note = " (shown only)"
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%+.1f%%\t\n", r.Name, note, mib(r.Start), mib(r.End), r.Growth)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%+.1f%%\t%s\t\n", r.Name, note, mib(r.Start), mib(r.End), r.Growth, mib(r.Peak))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -38,7 +38,7 @@ func TestGrowthAndVerdict(t *testing.T) {
 	}
 	start := map[string]int64{"auth": 100, "tickets": 200, "traefik": 100, "nats": 50}
 	end := map[string]int64{"auth": 109, "tickets": 240, "traefik": 300, "nats": 50}
-	rows := rssRows([]string{"auth", "topics", "tickets"}, start, end)
+	rows := rssRows([]string{"auth", "topics", "tickets"}, start, end, nil)
 	var names []string
 	for _, r := range rows {
 		names = append(names, r.Name)
@@ -51,15 +51,59 @@ func TestGrowthAndVerdict(t *testing.T) {
 	if len(missed) != 1 || !strings.HasPrefix(missed[0], "tickets: RSS grew 20.0%") {
 		t.Fatalf("verdict = %q; want tickets only (traefik is not a target, auth grew 9%%)", missed)
 	}
-	if missed := verdict(3, rssRows([]string{"auth"}, map[string]int64{"auth": 100}, map[string]int64{}), 10); len(missed) != 2 ||
+	if missed := verdict(3, rssRows([]string{"auth"}, map[string]int64{"auth": 100}, map[string]int64{}, nil), 10); len(missed) != 2 ||
 		!strings.Contains(missed[0], "3 requests failed") || !strings.Contains(missed[1], "not running") {
 		t.Fatalf("verdict = %q", missed)
 	}
-	if missed := verdict(0, rssRows([]string{"auth"}, map[string]int64{"auth": 100}, map[string]int64{"auth": 105}), 10); len(missed) != 0 {
+	if missed := verdict(0, rssRows([]string{"auth"}, map[string]int64{"auth": 100}, map[string]int64{"auth": 105}, nil), 10); len(missed) != 0 {
 		t.Fatalf("a healthy run: %q", missed)
 	}
-	if m := meanRSS([]map[string]int64{{"a": 10, "b": 4}, {"a": 20}}); m["a"] != 15 || m["b"] != 4 {
-		t.Fatalf("meanRSS = %v", m)
+}
+
+// The two readings compared are medians over their windows: a burst of a
+// few seconds at the end of the run (requests piled up while the machine
+// stalled a service) shows in the peak, not as growth; memory that stays
+// grown (a leak) does.
+func TestRSSRecorderMedians(t *testing.T) {
+	r := &rssRecorder{}
+	for s := range 180 {
+		a := int64(100)
+		if s >= 170 {
+			a = 300 // a 10 s burst at the end
+		}
+		b := int64(100 + s) // grows steadily
+		rss := map[string]int64{"a": a, "b": b}
+		if s%2 == 0 {
+			rss["c"] = 50 // seen in every other reading only
+		}
+		r.add(time.Duration(s)*time.Second, rss)
+	}
+	if got := r.last(); got != 179*time.Second {
+		t.Fatalf("last = %s", got)
+	}
+	start := r.median(60*time.Second, 120*time.Second)
+	end := r.median(120*time.Second, 180*time.Second)
+	if start["a"] != 100 || end["a"] != 100 {
+		t.Errorf("a burst of 10 s in 60 moved the median: %d -> %d", start["a"], end["a"])
+	}
+	// b over [60,120): 160..219, median (189+190)/2; over [120,180): 220..279.
+	if start["b"] != 189 || end["b"] != 249 {
+		t.Errorf("b medians %d, %d; want 189, 249", start["b"], end["b"])
+	}
+	if start["c"] != 50 {
+		t.Errorf("c (every other reading) = %d", start["c"])
+	}
+	if p := r.peak(); p["a"] != 300 || p["b"] != 279 {
+		t.Errorf("peak = %v", p)
+	}
+	if m := r.median(500*time.Second, 600*time.Second); m != nil {
+		t.Errorf("no readings: %v", m)
+	}
+	if w := rssWindow(10*time.Minute, time.Minute); w != time.Minute {
+		t.Errorf("window of a 10 min run: %s", w)
+	}
+	if w := rssWindow(90*time.Second, time.Minute); w != 15*time.Second {
+		t.Errorf("window of a 90 s run after a 60 s warm-up: %s", w)
 	}
 }
 

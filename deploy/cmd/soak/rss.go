@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // parseVmRSS reads the resident set size, in bytes, from the contents of
@@ -49,19 +52,86 @@ func readRSS(pids map[string]int) map[string]int64 {
 	return out
 }
 
-// meanRSS averages several readings per process (a process seen in only
-// some of them is averaged over those).
-func meanRSS(samples []map[string]int64) map[string]int64 {
-	sum, n := map[string]int64{}, map[string]int64{}
-	for _, s := range samples {
-		for name, v := range s {
-			sum[name] += v
-			n[name]++
+// rssRecorder keeps every process's RSS read at intervals during the run.
+type rssRecorder struct {
+	mu       sync.Mutex
+	readings []rssReading
+}
+
+type rssReading struct {
+	at  time.Duration // since the run's start
+	rss map[string]int64
+}
+
+// run reads the RSS of pids every interval, from t0 on, until ctx ends.
+func (r *rssRecorder) run(ctx context.Context, t0 time.Time, interval time.Duration, pids func() map[string]int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.add(time.Since(t0), readRSS(pids()))
 		}
 	}
+}
+
+func (r *rssRecorder) add(at time.Duration, rss map[string]int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.readings = append(r.readings, rssReading{at: at, rss: rss})
+}
+
+// last is the time of the latest reading.
+func (r *rssRecorder) last() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.readings) == 0 {
+		return 0
+	}
+	return r.readings[len(r.readings)-1].at
+}
+
+// median is every process's median RSS over the readings taken in [from,
+// to) (nil when there are none; a process seen in only some of them is
+// taken over those).
+func (r *rssRecorder) median(from, to time.Duration) map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	values := map[string][]int64{}
+	for _, x := range r.readings {
+		if x.at < from || x.at >= to {
+			continue
+		}
+		for name, v := range x.rss {
+			values[name] = append(values[name], v)
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
 	out := map[string]int64{}
-	for name, v := range sum {
-		out[name] = v / n[name]
+	for name, vs := range values {
+		slices.Sort(vs)
+		if n := len(vs); n%2 == 1 {
+			out[name] = vs[n/2]
+		} else {
+			out[name] = (vs[n/2-1] + vs[n/2]) / 2
+		}
+	}
+	return out
+}
+
+// peak is every process's largest RSS of the run.
+func (r *rssRecorder) peak() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int64{}
+	for _, x := range r.readings {
+		for name, v := range x.rss {
+			out[name] = max(out[name], v)
+		}
 	}
 	return out
 }
@@ -76,19 +146,19 @@ func growth(start, end int64) float64 {
 
 // rssRow is one process's line of the report.
 type rssRow struct {
-	Name       string
-	Start, End int64
-	Growth     float64
-	Target     bool // the platform's services are held to the limit; traefik and nats are shown only
+	Name             string
+	Start, End, Peak int64
+	Growth           float64
+	Target           bool // the platform's services are held to the limit; traefik and nats are shown only
 }
 
 // rssRows pairs the two readings, services (in the given order) first.
-func rssRows(services []string, start, end map[string]int64) []rssRow {
+func rssRows(services []string, start, end, peak map[string]int64) []rssRow {
 	var rows []rssRow
 	seen := map[string]bool{}
 	for _, s := range services {
 		if v, ok := start[s]; ok {
-			rows = append(rows, rssRow{Name: s, Start: v, End: end[s], Growth: growth(v, end[s]), Target: true})
+			rows = append(rows, rssRow{Name: s, Start: v, End: end[s], Peak: peak[s], Growth: growth(v, end[s]), Target: true})
 			seen[s] = true
 		}
 	}
@@ -100,7 +170,7 @@ func rssRows(services []string, start, end map[string]int64) []rssRow {
 	}
 	slices.Sort(others)
 	for _, name := range others {
-		rows = append(rows, rssRow{Name: name, Start: start[name], End: end[name], Growth: growth(start[name], end[name])})
+		rows = append(rows, rssRow{Name: name, Start: start[name], End: end[name], Peak: peak[name], Growth: growth(start[name], end[name])})
 	}
 	return rows
 }
