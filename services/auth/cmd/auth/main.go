@@ -12,9 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"supportplatform.dev/pkg/authn"
@@ -44,14 +41,7 @@ type Config struct {
 	CreateWindow     time.Duration `env:"AUTH_ACCOUNT_CREATE_WINDOW" default:"1h" desc:"window of the account-creation counter"`
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "auth:", err)
-		os.Exit(1)
-	}
-}
+func main() { boot.Main("auth", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg Config

@@ -16,9 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"supportplatform.dev/pkg/boot"
@@ -77,14 +74,7 @@ type MailGraph interface {
 // GraphFactory builds the Graph client from the config.
 type GraphFactory func(cfg Config, now func() time.Time) (MailGraph, error)
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "importworker:", err)
-		os.Exit(1)
-	}
-}
+func main() { boot.Main("importworker", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	return runWith(ctx, args, getenv, stdout, newGraph)

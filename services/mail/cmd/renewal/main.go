@@ -15,11 +15,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"supportplatform.dev/pkg/boot"
@@ -56,14 +53,7 @@ func (c Config) check() error {
 // ProviderFactory builds the mail provider from the config.
 type ProviderFactory func(cfg Config, now func() time.Time) (mail.Provider, error)
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "renewal:", err)
-		os.Exit(1)
-	}
-}
+func main() { boot.Main("renewal", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	return runWith(ctx, args, getenv, stdout, newProvider)

@@ -12,9 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"supportplatform.dev/pkg/blob"
@@ -46,14 +43,7 @@ type Config struct {
 	FeedbackLimitWindow     time.Duration `env:"FEEDBACK_LIMIT_WINDOW" default:"1m" desc:"window of the feedback link's rate limits"`
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "tickets:", err)
-		os.Exit(1)
-	}
-}
+func main() { boot.Main("tickets", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg Config

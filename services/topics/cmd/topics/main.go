@@ -8,11 +8,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/boot"
@@ -29,14 +25,7 @@ type Config struct {
 	config.Common
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "topics:", err)
-		os.Exit(1)
-	}
-}
+func main() { boot.Main("topics", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg Config

@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"supportplatform.dev/ai/apertium"
@@ -44,14 +41,7 @@ type Config struct {
 	ApertiumIdle     time.Duration `env:"APERTIUM_IDLE_TIMEOUT" default:"1m" desc:"a warm Apertium pipeline unused for this long is stopped"`
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "translation:", err)
-		os.Exit(1)
-	}
-}
+func main() { boot.Main("translation", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var cfg Config
