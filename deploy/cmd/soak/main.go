@@ -52,6 +52,7 @@ type options struct {
 	seedTickets int
 	verbose     bool
 	logLevel    string
+	vacuum      time.Duration // VACUUM interval when the server has autovacuum off; 0: never
 	env         map[string][]string // per service, from -env
 }
 
@@ -74,6 +75,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.Float64Var(&o.rssLimit, "rss-limit", 10, "largest RSS growth of a service, percent, that passes")
 	fs.IntVar(&o.seedTickets, "tickets", 200, "tickets seeded before the runs (messages go into them)")
 	fs.BoolVar(&o.verbose, "v", false, "print the stack's logs")
+	fs.DurationVar(&o.vacuum, "vacuum", 30*time.Second, "when the PostgreSQL server has autovacuum off, VACUUM (ANALYZE) the soak's database this often in its stead (0: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
 	o.env = map[string][]string{}
 	fs.Func("env", "service:NAME=VALUE, a variable for one service (repeatable), e.g. tickets:DEBUG_ADDR=127.0.0.1:6061", func(v string) error {
@@ -169,6 +171,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var wg sync.WaitGroup
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var vac *vacuumer
+	if o.vacuum > 0 {
+		off, err := autovacuumOff(ctx, st.DatabaseURL)
+		if err != nil {
+			return fmt.Errorf("autovacuum setting: %w", err)
+		}
+		if off {
+			fmt.Fprintf(stdout, "PostgreSQL has autovacuum off: the soak runs VACUUM (ANALYZE) on its database every %s in its stead (-vacuum 0: never)\n", o.vacuum)
+			vac = &vacuumer{}
+			wg.Go(func() { vac.run(rctx, st.DatabaseURL, o.vacuum) })
+		}
+	}
 	t0 := time.Now()
 	wg.Go(func() { rec.run(rctx, t0, time.Second, st.PIDs) })
 	res, err := loadgen.RunOpen(ctx, loadgen.OpenConfig{Rate: rate, Duration: o.duration,
@@ -186,6 +200,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	end := min(o.duration, rec.last())
 	rssStart := rec.median(o.warmup, o.warmup+win)
 	rssEnd := rec.median(end-win, end+time.Nanosecond)
+	if vac != nil {
+		fmt.Fprintln(stdout, vac)
+		if vac.err != nil {
+			return fmt.Errorf("vacuum: %w", vac.err)
+		}
+	}
 	return report(stdout, res, d, all, rssStart, rssEnd, rec.peak(), o.rssLimit)
 }
 
