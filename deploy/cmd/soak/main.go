@@ -52,7 +52,7 @@ type options struct {
 	seedTickets int
 	verbose     bool
 	logLevel    string
-	vacuum      time.Duration // VACUUM interval when the server has autovacuum off; 0: never
+	vacuum      time.Duration       // VACUUM interval when the server has autovacuum off; 0: never
 	env         map[string][]string // per service, from -env
 }
 
