@@ -363,13 +363,27 @@ type Beginner interface {
 func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return err
+		return txError(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	return txError(tx.Commit(ctx))
+}
+
+// txError maps a failed BEGIN or COMMIT that says the database went away
+// (a connection the server terminated while it shuts down, a timeout) to
+// the 503 of Error, so a caller returning InTx's error as it is never
+// answers 500 for an outage; any other error is left to the caller.
+func txError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if Unavailable(err) || errors.Is(err, context.Canceled) {
+		return Error(err, "")
+	}
+	return err
 }
 
 // DefaultConnectTimeout bounds a new connection when the URL sets no

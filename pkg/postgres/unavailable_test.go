@@ -199,3 +199,48 @@ func TestPoolHealsAfterItsSessionsEnd(t *testing.T) {
 	}
 	t.Logf("%d sessions ended; %d queries failed as Unavailable before the pool healed", ended, failures)
 }
+
+// A transaction whose BEGIN meets a session the server terminated (as a
+// shutting-down server does, SQLSTATE 57P01) fails as Unavailable from InTx
+// itself: a caller that returns InTx's error unmapped answers 503, not 500.
+// fn never runs.
+func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
+	ctx := t.Context()
+	url := pgtest.NewDatabase(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	var ended bool
+	if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, conn.PgConn().PID()).Scan(&ended); err != nil || !ended {
+		t.Fatalf("terminate: %v %v", ended, err)
+	}
+	ran := false
+	err = postgres.InTx(ctx, conn, func(pgx.Tx) error { ran = true; return nil })
+	if ran {
+		t.Fatal("fn ran on a terminated session")
+	}
+	if !apperr.Is(err, apperr.Unavailable) {
+		t.Fatalf("InTx on a terminated session: %v (%s), want Unavailable", err, apperr.CodeOf(err))
+	}
+	// A statement error inside fn is left to the caller, as it was.
+	conn2, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(context.WithoutCancel(ctx))
+	err = postgres.InTx(ctx, conn2, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT 1/0`)
+		return err
+	})
+	var ae *apperr.Error
+	if err == nil || errors.As(err, &ae) {
+		t.Fatalf("a statement error came back as %v, want the driver's error untouched", err)
+	}
+}
