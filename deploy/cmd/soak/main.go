@@ -370,19 +370,13 @@ func (d *driver) login(ctx context.Context) error {
 	return d.api.Login(ctx, d.demo.Email, d.demo.Password)
 }
 
-func (d *driver) relogin(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := d.login(ctx); err != nil && ctx.Err() == nil {
-				fmt.Fprintln(os.Stderr, "soak: login again:", err)
-			}
+func (d *driver) relogin(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, func() bool {
+		if err := d.login(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "soak: login again:", err)
 		}
-	}
+		return true
+	})
 }
 
 // seed makes a web channel, an end user and n tickets through the API.

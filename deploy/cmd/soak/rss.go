@@ -65,6 +65,14 @@ type rssReading struct {
 
 // run reads the RSS of pids every interval, from t0 on, until ctx ends.
 func (r *rssRecorder) run(ctx context.Context, t0 time.Time, interval time.Duration, pids func() map[string]int) {
+	every(ctx, interval, func() bool {
+		r.add(time.Since(t0), readRSS(pids()))
+		return true
+	})
+}
+
+// every calls fn each interval until ctx ends or fn returns false.
+func every(ctx context.Context, interval time.Duration, fn func() bool) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -72,7 +80,9 @@ func (r *rssRecorder) run(ctx context.Context, t0 time.Time, interval time.Durat
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.add(time.Since(t0), readRSS(pids()))
+			if !fn() {
+				return
+			}
 		}
 	}
 }

@@ -44,28 +44,19 @@ func autovacuumOff(ctx context.Context, dbURL string) (bool, error) {
 // run vacuums the database at dbURL every interval until ctx ends; the first
 // error stops it (shown in the report).
 func (v *vacuumer) run(ctx context.Context, dbURL string, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() bool {
 		start := time.Now()
 		err := vacuumOnce(ctx, dbURL)
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		v.mu.Lock()
+		defer v.mu.Unlock()
 		v.runs++
 		v.longest = max(v.longest, time.Since(start))
 		v.err = err
-		v.mu.Unlock()
-		if err != nil {
-			return
-		}
-	}
+		return err == nil
+	})
 }
 
 func vacuumOnce(ctx context.Context, dbURL string) error {
