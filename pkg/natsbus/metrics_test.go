@@ -233,6 +233,25 @@ func TestConsumerMetricsErrors(t *testing.T) {
 	b.WatchConsumer(stream, durable)
 	b.WatchConsumer(stream, "gone")
 	publish(t, b, "a", "b")
+	// The server counts a stored message as pending for a consumer a moment
+	// after the publish is acknowledged: wait for it through the API, so the
+	// first scrape below (one info request per consumer) sees both.
+	cons, err := b.JS.Consumer(ctx, stream, durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumPending == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the consumer counts %d pending of 2 published", info.NumPending)
+		}
+	}
 
 	errorsOf := func(consumer string) float64 {
 		v, ok := scrape(t, reg, "jetstream_consumer_info_errors_total", map[string]string{"stream": stream, "consumer": consumer})

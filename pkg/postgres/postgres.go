@@ -367,15 +367,16 @@ func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
-		return err
+		return txError(err)
 	}
 	return txError(tx.Commit(ctx))
 }
 
-// txError maps a failed BEGIN or COMMIT that says the database went away
-// (a connection the server terminated while it shuts down, a timeout) to
-// the 503 of Error, so a caller returning InTx's error as it is never
-// answers 500 for an outage; any other error is left to the caller.
+// txError maps an error of the transaction (its BEGIN, a statement of fn
+// however fn wrapped it, its COMMIT) that says the database went away (a
+// connection the server terminated while it shuts down, a timeout) to the
+// 503 of Error, so a caller returning InTx's error as it is never answers
+// 500 for an outage; any other error is left to the caller as it was.
 func txError(err error) error {
 	if err == nil {
 		return nil

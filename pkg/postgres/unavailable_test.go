@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -228,6 +229,25 @@ func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
 	}
 	if !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("InTx on a terminated session: %v (%s), want Unavailable", err, apperr.CodeOf(err))
+	}
+	// A statement of fn that meets the terminated session, wrapped by fn as
+	// the outbox wraps its insert, is Unavailable too.
+	conn3, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn3.Close(context.WithoutCancel(ctx))
+	err = postgres.InTx(ctx, conn3, func(tx pgx.Tx) error {
+		if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, conn3.PgConn().PID()).Scan(&ended); err != nil || !ended {
+			t.Fatalf("terminate: %v %v", ended, err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+			return fmt.Errorf("outbox: add events.x: %w", err)
+		}
+		return nil
+	})
+	if !apperr.Is(err, apperr.Unavailable) {
+		t.Fatalf("a statement on a terminated session inside InTx: %v (%s), want Unavailable", err, apperr.CodeOf(err))
 	}
 	// A statement error inside fn is left to the caller, as it was.
 	conn2, err := pgx.Connect(ctx, url)
