@@ -137,7 +137,10 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		d.relay = outbox.NewRelay(d.DB, d.Bus, d.Log)
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies})
+		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies,
+		// A database or network error a handler returned unmapped is an
+		// outage (503), never a 500.
+		Outage: postgres.Unavailable})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,11 @@ type Options struct {
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed
 	// (the gateway). Default: loopback.
 	TrustedProxies []string
+	// Outage reports whether an error that no layer mapped to an
+	// application error means a dependency is down (boot sets the
+	// database's test, postgres.Unavailable): such an error answers 503
+	// like the mapped ones, not 500. nil: none does.
+	Outage func(error) bool
 }
 
 // Server wraps the Gin engine with the platform's middleware.
@@ -52,6 +57,7 @@ type Server struct {
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	checks   []Check
+	outage   func(error) bool
 	// bodyLimits are the routes' own limits ("METHOD /path/:param"),
 	// written while routes are registered and only read while serving.
 	bodyLimits map[string]int64
@@ -90,7 +96,7 @@ func New(o Options) (*Server, error) {
 	}, []string{"route", "method"})
 	reg.MustRegister(requests, latency)
 
-	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks, bodyLimits: map[string]int64{}}
+	s := &Server{Engine: e, Registry: reg, log: o.Logger, checks: o.Checks, outage: o.Outage, bodyLimits: map[string]int64{}}
 	e.Use(traced(o.Service), s.requestID, s.accessLog(requests, latency), s.recover, deadline(o.RequestTimeout), s.bodyLimit(o.MaxBodyBytes), s.queryCheck)
 	e.NoRoute(func(c *gin.Context) {
 		WriteError(c, s.log, apperr.E(apperr.NotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
@@ -109,13 +115,20 @@ func New(o Options) (*Server, error) {
 func (s *Server) Handle(fn func(c *gin.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if err := fn(c); err != nil {
-			WriteError(c, s.log, err)
+			s.Fail(c, err)
 		}
 	}
 }
 
 // Fail writes err as a problem (for middleware that cannot return errors).
-func (s *Server) Fail(c *gin.Context, err error) { WriteError(c, s.log, err) }
+func (s *Server) Fail(c *gin.Context, err error) {
+	var ae *apperr.Error
+	if !errors.As(err, &ae) && s.outage != nil && s.outage(err) {
+		err = &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 1,
+			Message: "a service this request needs is temporarily unavailable; try again later"}
+	}
+	WriteError(c, s.log, err)
+}
 
 // Handler is the root handler: case-insensitive path matching over the engine.
 func (s *Server) Handler() http.Handler { return CaseInsensitive(s.Engine) }

@@ -242,3 +242,37 @@ func TestRequestTimeoutEndsHandlerContext(t *testing.T) {
 		t.Fatal("the write timeout must leave time to answer after the request deadline")
 	}
 }
+
+// An error no layer mapped answers 503 with Retry-After when Outage says a
+// dependency is down, and stays a 500 otherwise; a mapped error keeps its
+// code either way. Nothing of the error's text reaches the client.
+func TestUnmappedOutageErrorIsUnavailable(t *testing.T) {
+	errDown := errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+	s, err := New(Options{Service: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Outage: func(err error) bool { return errors.Is(err, errDown) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Engine.GET("/api/Items/:id", s.Handle(func(c *gin.Context) error {
+		switch c.Param("id") {
+		case "down":
+			return fmt.Errorf("outbox: add events.ticket.created: %w", errDown)
+		case "mapped":
+			return apperr.Wrap(apperr.Conflict, errDown, "changed concurrently")
+		}
+		return errors.New("a bug")
+	}))
+	for _, tc := range []struct {
+		id     string
+		status int
+		retry  string
+	}{{"down", http.StatusServiceUnavailable, "1"}, {"mapped", http.StatusConflict, ""}, {"bug", http.StatusInternalServerError, ""}} {
+		rec, p := do(t, s.Handler(), http.MethodGet, "/api/Items/"+tc.id, "", "")
+		if rec.Code != tc.status || p.Status != tc.status || rec.Header().Get("Retry-After") != tc.retry {
+			t.Errorf("%s: %d (problem %d), Retry-After %q; want %d, %q", tc.id, rec.Code, p.Status, rec.Header().Get("Retry-After"), tc.status, tc.retry)
+		}
+		if strings.Contains(rec.Body.String(), "SQLSTATE") || strings.Contains(rec.Body.String(), "outbox") {
+			t.Errorf("%s: the body shows the error: %s", tc.id, rec.Body.String())
+		}
+	}
+}
