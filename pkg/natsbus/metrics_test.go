@@ -240,18 +240,13 @@ func TestConsumerMetricsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	eventually(t, clock, "the server counts both messages pending", func() (bool, string) {
 		info, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.NumPending == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the consumer counts %d pending of 2 published", info.NumPending)
-		}
-	}
+		return info.NumPending == 2, fmt.Sprintf("%d pending", info.NumPending)
+	})
 
 	errorsOf := func(consumer string) float64 {
 		v, ok := scrape(t, reg, "jetstream_consumer_info_errors_total", map[string]string{"stream": stream, "consumer": consumer})

@@ -208,22 +208,11 @@ func TestPoolHealsAfterItsSessionsEnd(t *testing.T) {
 func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
 	ctx := t.Context()
 	url := pgtest.NewDatabase(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.WithoutCancel(ctx))
-	var ended bool
-	if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, conn.PgConn().PID()).Scan(&ended); err != nil || !ended {
-		t.Fatalf("terminate: %v %v", ended, err)
-	}
+	admin := connect(t, url)
+	conn := connect(t, url)
+	terminate(t, admin, conn)
 	ran := false
-	err = postgres.InTx(ctx, conn, func(pgx.Tx) error { ran = true; return nil })
+	err := postgres.InTx(ctx, conn, func(pgx.Tx) error { ran = true; return nil })
 	if ran {
 		t.Fatal("fn ran on a terminated session")
 	}
@@ -232,15 +221,9 @@ func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
 	}
 	// A statement of fn that meets the terminated session, wrapped by fn as
 	// the outbox wraps its insert, is Unavailable too.
-	conn3, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn3.Close(context.WithoutCancel(ctx))
-	err = postgres.InTx(ctx, conn3, func(tx pgx.Tx) error {
-		if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, conn3.PgConn().PID()).Scan(&ended); err != nil || !ended {
-			t.Fatalf("terminate: %v %v", ended, err)
-		}
+	conn = connect(t, url)
+	err = postgres.InTx(ctx, conn, func(tx pgx.Tx) error {
+		terminate(t, admin, conn)
 		if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 			return fmt.Errorf("outbox: add events.x: %w", err)
 		}
@@ -250,17 +233,33 @@ func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
 		t.Fatalf("a statement on a terminated session inside InTx: %v (%s), want Unavailable", err, apperr.CodeOf(err))
 	}
 	// A statement error inside fn is left to the caller, as it was.
-	conn2, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close(context.WithoutCancel(ctx))
-	err = postgres.InTx(ctx, conn2, func(tx pgx.Tx) error {
+	err = postgres.InTx(ctx, connect(t, url), func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `SELECT 1/0`)
 		return err
 	})
 	var ae *apperr.Error
 	if err == nil || errors.As(err, &ae) {
 		t.Fatalf("a statement error came back as %v, want the driver's error untouched", err)
+	}
+}
+
+// connect opens a connection to url, closed when the test ends.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// terminate ends conn's session from admin's, as a server shutting down
+// does (SQLSTATE 57P01), and waits until it has ended.
+func terminate(t *testing.T, admin, conn *pgx.Conn) {
+	t.Helper()
+	var ended bool
+	if err := admin.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 5000)`, conn.PgConn().PID()).Scan(&ended); err != nil || !ended {
+		t.Fatalf("terminate: %v %v", ended, err)
 	}
 }
