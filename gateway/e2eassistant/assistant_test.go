@@ -229,8 +229,9 @@ func deref(s *string) string {
 }
 
 // detect-topics on an agent's message (not detected automatically) assigns
-// the topic and triggers its actions in priority order; topics assigned by
-// hand are never replaced by a later detection.
+// the topic and triggers its actions in priority order, except the one that
+// requires confirmation, which fires when an agent puts the detected topics;
+// topics assigned by hand are never replaced by a later detection.
 func TestDetectTopicsTriggersActionsAndManualWins(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, "")
@@ -249,6 +250,20 @@ func TestDetectTopicsTriggersActionsAndManualWins(t *testing.T) {
 			"actionID": a.ActionID, "priority": prio, "isActive": true}), http.StatusCreated, &ta)
 		mapped = append(mapped, ta.TopicActionID)
 	}
+	var held struct {
+		ActionID             int64 `json:"actionID"`
+		RequiresConfirmation bool  `json:"requiresConfirmation"`
+	}
+	wantStatus(t, c.Do(http.MethodPost, "/api/Actions", w.tn.AdminToken, map[string]any{"name": "Refund " + randid.Hex(3),
+		"hookName": "refund", "requiresConfirmation": true}), http.StatusCreated, &held)
+	if !held.RequiresConfirmation {
+		t.Fatalf("action %+v, want requiresConfirmation", held)
+	}
+	var heldMapping struct {
+		TopicActionID int64 `json:"topicActionID"`
+	}
+	wantStatus(t, c.Do(http.MethodPost, "/api/TopicActions", w.tn.AdminToken, map[string]any{"topicID": w.topics["delivery"],
+		"actionID": held.ActionID, "priority": 1, "isActive": true}), http.StatusCreated, &heldMapping)
 	m := w.open(t, "Agent", "The customer says the parcel has not arrived and wants the tracking link of the courier.")
 	wantStatus(t, c.Do(http.MethodPost, fmt.Sprintf("/api/TicketMessages/%d/detect-topics", m.MessageID), w.tn.AgentToken, nil), http.StatusNoContent, nil)
 	e2e.Eventually(t, 20*time.Second, "detected topics", func() bool { return len(w.message(t, m.MessageID).Topics) > 0 })
@@ -261,7 +276,17 @@ func TestDetectTopicsTriggersActionsAndManualWins(t *testing.T) {
 		return len(triggered) >= 2
 	})
 	if len(triggered) != 2 || triggered[0].TopicActionID != mapped[1] || triggered[1].TopicActionID != mapped[0] {
-		t.Fatalf("triggered %+v, want priority 5 (%d) then 20 (%d)", triggered, mapped[1], mapped[0])
+		t.Fatalf("triggered %+v, want priority 5 (%d) then 20 (%d), not the held %d", triggered, mapped[1], mapped[0], heldMapping.TopicActionID)
+	}
+	// The agent confirms the detected topics: the held action fires, once.
+	wantStatus(t, c.Do(http.MethodPut, fmt.Sprintf("/api/TicketMessages/%d/topics", m.MessageID), w.tn.AgentToken,
+		map[string]any{"topicIds": topicIDs(w.message(t, m.MessageID))}), http.StatusNoContent, nil)
+	e2e.Eventually(t, 10*time.Second, "the confirmed action", func() bool {
+		triggered = events(t, contracts.EventTopicActionTriggered, w.tn.CustomerID, func(d contracts.TopicActionTriggered) bool { return d.MessageID == m.MessageID })
+		return len(triggered) >= 3
+	})
+	if len(triggered) != 3 || triggered[2].TopicActionID != heldMapping.TopicActionID || !triggered[2].Confirmed {
+		t.Fatalf("triggered %+v, want the held %d confirmed last", triggered, heldMapping.TopicActionID)
 	}
 
 	// By hand first: detection later keeps the agent's choice (the

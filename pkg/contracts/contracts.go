@@ -175,6 +175,9 @@ type LinkedAction struct {
 	Name          string `json:"name"`
 	HookName      string `json:"hookName"`
 	Priority      int    `json:"priority"`
+	// RequiresConfirmation: the action needs a human; topic detection
+	// alone never fires it (tickets).
+	RequiresConfirmation bool `json:"requiresConfirmation,omitempty"`
 }
 
 // TopicActionsReply lists actions by priority (lowest number first).

@@ -104,6 +104,13 @@ type TopicActionTriggered struct {
 	Name          string `json:"name"`
 	HookName      string `json:"hookName"`
 	Priority      int    `json:"priority"`
+	// Source is the assignment that fired it: manual (an agent) or auto
+	// (the assistant's detection, which never fires an action that
+	// requires confirmation).
+	Source string `json:"source"`
+	// Confirmed: an agent kept a topic the assistant had detected, and
+	// this action, which requires confirmation, fires now.
+	Confirmed bool `json:"confirmed,omitempty"`
 }
 
 // MessageEscalated is the data of message.escalated.

@@ -341,6 +341,43 @@ func TestAssignTopics(t *testing.T) {
 	}
 }
 
+// Detection never fires an action that requires confirmation; an agent
+// putting the detected list fires exactly those, once, marked confirmed.
+func TestAssignTopicsHoldsActionsForConfirmation(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	m := msgOpen(t, s, tenantA, "confirmation")
+	names := map[int64]string{1: "Refunds"}
+	actions := map[int64][]contracts.LinkedAction{1: {
+		{TopicActionID: 11, ActionID: 101, Name: "Tag", Priority: 1},
+		{TopicActionID: 12, ActionID: 102, Name: "Refund", Priority: 2, RequiresConfirmation: true},
+	}}
+	auto := msgAssignment(names, actions, 1)
+	auto.Source = tickets.SourceAuto
+	if err := s.AssignTopics(ctx, tenantA, m.ID, auto); err != nil {
+		t.Fatal(err)
+	}
+	fired := func() []contracts.TopicActionTriggered {
+		var out []contracts.TopicActionTriggered
+		for _, e := range msgEvents(t, pool, contracts.EventTopicActionTriggered) {
+			out = append(out, msgData[contracts.TopicActionTriggered](t, e))
+		}
+		return out
+	}
+	if got := fired(); len(got) != 1 || got[0].TopicActionID != 11 || got[0].Source != tickets.SourceAuto {
+		t.Fatalf("after detection %+v, want only 11", got)
+	}
+	for range 2 { // the second time changes nothing
+		if err := s.AssignTopics(ctx, tenantA, m.ID, msgAssignment(names, actions, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := fired()
+	if len(got) != 2 || got[1].TopicActionID != 12 || !got[1].Confirmed || got[1].Source != tickets.SourceManual {
+		t.Fatalf("after confirmation %+v, want 11 then 12 confirmed", got)
+	}
+}
+
 // Names follow topic.updated in occurredAt order, whatever the order of
 // delivery; a deleted topic leaves every message and cannot come back.
 func TestTopicNamesFollowEvents(t *testing.T) {

@@ -79,23 +79,21 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 				return tickets.UnknownTopics(deleted)
 			}
 		}
-		had := map[int64]bool{}
-		for _, mt := range m.Topics {
-			had[mt.TopicID] = true
+		had := make([]int64, len(m.Topics))
+		for i, mt := range m.Topics {
+			had[i] = mt.TopicID
 		}
-		var added []int64
-		for _, tid := range a.TopicIDs {
-			if !had[tid] {
-				added = append(added, tid)
-			}
-		}
+		added, confirmed := a.Changes(had, m.TopicsSource)
 		if len(added) == 0 && len(m.Topics) == len(a.TopicIDs) {
-			// The same list: nothing is triggered. An agent putting the
-			// list the assistant chose makes it theirs.
+			// The same list: nothing new is triggered. An agent putting the
+			// list the assistant chose makes it theirs and fires the actions
+			// that waited for a human.
 			if a.Source != m.TopicsSource && len(m.Topics) > 0 {
-				_, err := tx.Exec(ctx, `UPDATE ticket_messages SET topics_source = $3 WHERE customer_id = $1 AND message_id = $2`,
-					customerID, id, a.Source)
-				return err
+				if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET topics_source = $3 WHERE customer_id = $1 AND message_id = $2`,
+					customerID, id, a.Source); err != nil {
+					return err
+				}
+				return s.addTriggered(ctx, tx, customerID, id, t.ID, a, a.Triggered(nil, confirmed))
 			}
 			return nil
 		}
@@ -124,16 +122,22 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 		}); err != nil {
 			return err
 		}
-		for _, act := range a.Triggered(added) {
-			if err := s.addEvent(ctx, tx, contracts.EventTopicActionTriggered, customerID, contracts.TopicActionTriggered{
-				MessageID: id, TicketID: t.ID, TopicID: act.TopicID, TopicActionID: act.TopicActionID,
-				ActionID: act.ActionID, Name: act.Name, HookName: act.HookName, Priority: act.Priority,
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.addTriggered(ctx, tx, customerID, id, t.ID, a, a.Triggered(added, confirmed))
 	}), "message")
+}
+
+// addTriggered writes one topic.action.triggered per action, in order.
+func (s *Store) addTriggered(ctx context.Context, tx pgx.Tx, customerID, messageID, ticketID int64, a tickets.TopicAssignment, acts []tickets.TriggeredAction) error {
+	for _, act := range acts {
+		if err := s.addEvent(ctx, tx, contracts.EventTopicActionTriggered, customerID, contracts.TopicActionTriggered{
+			MessageID: messageID, TicketID: ticketID, TopicID: act.TopicID, TopicActionID: act.TopicActionID,
+			ActionID: act.ActionID, Name: act.Name, HookName: act.HookName, Priority: act.Priority,
+			Source: a.Source, Confirmed: act.Confirmed,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RenameTopic stores a topic's name as of at (topic.updated): ignored when

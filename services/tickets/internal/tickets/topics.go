@@ -47,16 +47,36 @@ type TopicAssignment struct {
 type TriggeredAction struct {
 	TopicID int64
 	contracts.LinkedAction
+	// Confirmed: an agent's assignment kept a topic the assistant had
+	// detected, and this action, which needs a human, fires now.
+	Confirmed bool
 }
 
-// Triggered returns the actions of the topics in added (the topics the
-// assignment put on the message that were not on it before), ordered by
-// priority (lowest number first), then topic id, then topic action id.
-func (a TopicAssignment) Triggered(added []int64) []TriggeredAction {
+// Triggered returns the actions the assignment fires, ordered by priority
+// (lowest number first), then topic id, then topic action id:
+//   - for each topic in added (new on the message), its actions; when the
+//     assistant's detection assigns (SourceAuto), only those that need no
+//     human (RequiresConfirmation false);
+//   - for each topic in confirmed (the assistant had put it on the message
+//     and an agent's manual assignment keeps it), the actions that need a
+//     human, which detection held back.
+func (a TopicAssignment) Triggered(added, confirmed []int64) []TriggeredAction {
 	var out []TriggeredAction
 	for _, id := range added {
 		for _, act := range a.Actions[id] {
+			if a.Source == SourceAuto && act.RequiresConfirmation {
+				continue
+			}
 			out = append(out, TriggeredAction{TopicID: id, LinkedAction: act})
+		}
+	}
+	if a.Source == SourceManual {
+		for _, id := range confirmed {
+			for _, act := range a.Actions[id] {
+				if act.RequiresConfirmation {
+					out = append(out, TriggeredAction{TopicID: id, LinkedAction: act, Confirmed: true})
+				}
+			}
 		}
 	}
 	slices.SortStableFunc(out, func(x, y TriggeredAction) int {
@@ -64,6 +84,26 @@ func (a TopicAssignment) Triggered(added []int64) []TriggeredAction {
 			cmp.Compare(x.TopicActionID, y.TopicActionID))
 	})
 	return out
+}
+
+// Changes splits an assignment against the message's current topics (had,
+// set by hadSource): added are the topics new on the message; confirmed are
+// the kept topics that the assistant had chosen when an agent now assigns
+// by hand, whose held-back actions fire (Triggered).
+func (a TopicAssignment) Changes(had []int64, hadSource string) (added, confirmed []int64) {
+	on := make(map[int64]bool, len(had))
+	for _, id := range had {
+		on[id] = true
+	}
+	for _, id := range a.TopicIDs {
+		switch {
+		case !on[id]:
+			added = append(added, id)
+		case a.Source == SourceManual && hadSource == SourceAuto:
+			confirmed = append(confirmed, id)
+		}
+	}
+	return added, confirmed
 }
 
 // NormalizeTopicIDs checks a requested list of topic ids: nil (absent or

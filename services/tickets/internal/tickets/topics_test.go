@@ -74,11 +74,63 @@ func TestTriggeredOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []int64
-			for _, tr := range a.Triggered(tt.added) {
+			for _, tr := range a.Triggered(tt.added, nil) {
 				got = append(got, tr.TopicActionID)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("order %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// confirm is an action that needs a human (RequiresConfirmation).
+func confirm(id int64, priority int) contracts.LinkedAction {
+	a := act(id, priority)
+	a.RequiresConfirmation = true
+	return a
+}
+
+func TestTriggeredRequiresConfirmation(t *testing.T) {
+	actions := map[int64][]contracts.LinkedAction{
+		7: {act(1, 5), confirm(2, 1)},
+		3: {confirm(3, 0), act(4, 2)},
+	}
+	type fired struct {
+		id        int64
+		confirmed bool
+	}
+	tests := []struct {
+		name      string
+		source    string
+		had       []int64
+		hadSource string
+		topics    []int64
+		want      []fired
+	}{
+		{"detection fires only what needs no human", SourceAuto, nil, "", []int64{7, 3},
+			[]fired{{4, false}, {1, false}}},
+		{"an agent's assignment fires everything", SourceManual, nil, "", []int64{7, 3},
+			[]fired{{3, false}, {2, false}, {4, false}, {1, false}}},
+		{"an agent keeping detected topics confirms the held actions", SourceManual, []int64{7, 3}, SourceAuto, []int64{7, 3},
+			[]fired{{3, true}, {2, true}}},
+		{"kept detected topic confirmed, new topic fired whole", SourceManual, []int64{3}, SourceAuto, []int64{3, 7},
+			[]fired{{3, true}, {2, false}, {1, false}}},
+		{"a dropped detected topic is not confirmed", SourceManual, []int64{7, 3}, SourceAuto, []int64{7},
+			[]fired{{2, true}}},
+		{"manual over manual fires nothing again", SourceManual, []int64{7, 3}, SourceManual, []int64{7, 3}, nil},
+		{"detection again holds the new topic's confirmation", SourceAuto, []int64{7}, SourceAuto, []int64{7, 3},
+			[]fired{{4, false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := TopicAssignment{TopicIDs: tt.topics, Actions: actions, Source: tt.source}
+			var got []fired
+			for _, tr := range a.Triggered(a.Changes(tt.had, tt.hadSource)) {
+				got = append(got, fired{tr.TopicActionID, tr.Confirmed})
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("fired %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -80,10 +80,12 @@ type actionRequest struct {
 	HookName  *string `json:"hookName"`
 	ChannelID *int64  `json:"channelID"`
 	IsActive  *bool   `json:"isActive"`
+
+	RequiresConfirmation *bool `json:"requiresConfirmation"`
 }
 
 func (r actionRequest) Input() topics.ActionInput {
-	in := topics.ActionInput{ChannelID: r.ChannelID, IsActive: r.IsActive}
+	in := topics.ActionInput{ChannelID: r.ChannelID, IsActive: r.IsActive, RequiresConfirmation: r.RequiresConfirmation}
 	if r.Name != nil {
 		in.Name = *r.Name
 	}
@@ -100,10 +102,13 @@ type actionResponse struct {
 	HookName   string `json:"hookName"`
 	ChannelID  *int64 `json:"channelID"`
 	IsActive   bool   `json:"isActive"`
+
+	RequiresConfirmation bool `json:"requiresConfirmation"`
 }
 
 func toAction(a topics.Action) actionResponse {
-	return actionResponse{ActionID: a.ID, CustomerID: a.CustomerID, Name: a.Name, HookName: a.HookName, ChannelID: a.ChannelID, IsActive: a.IsActive}
+	return actionResponse{ActionID: a.ID, CustomerID: a.CustomerID, Name: a.Name, HookName: a.HookName, ChannelID: a.ChannelID,
+		IsActive: a.IsActive, RequiresConfirmation: a.RequiresConfirmation}
 }
 
 func (h *Handlers) listActions(c *gin.Context) error {

@@ -11,11 +11,11 @@ import (
 	"supportplatform.dev/services/topics/internal/topics"
 )
 
-const actionCols = `action_id, customer_id, name, hook_name, channel_id, is_active`
+const actionCols = `action_id, customer_id, name, hook_name, channel_id, is_active, requires_confirmation`
 
 func scanAction(row pgx.Row) (topics.Action, error) {
 	var a topics.Action
-	err := row.Scan(&a.ID, &a.CustomerID, &a.Name, &a.HookName, &a.ChannelID, &a.IsActive)
+	err := row.Scan(&a.ID, &a.CustomerID, &a.Name, &a.HookName, &a.ChannelID, &a.IsActive, &a.RequiresConfirmation)
 	return a, err
 }
 
@@ -35,15 +35,15 @@ func (s *Store) Action(ctx context.Context, customerID, id int64) (topics.Action
 
 // CreateAction inserts an action.
 func (s *Store) CreateAction(ctx context.Context, customerID int64, in topics.Action) (topics.Action, error) {
-	a, err := scanAction(s.db.QueryRow(ctx, `INSERT INTO actions (customer_id, name, hook_name, channel_id, is_active)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+actionCols, customerID, in.Name, in.HookName, in.ChannelID, in.IsActive))
+	a, err := scanAction(s.db.QueryRow(ctx, `INSERT INTO actions (customer_id, name, hook_name, channel_id, is_active, requires_confirmation)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+actionCols, customerID, in.Name, in.HookName, in.ChannelID, in.IsActive, in.RequiresConfirmation))
 	return a, postgres.Error(err, "action")
 }
 
 // UpdateAction replaces an action's fields.
 func (s *Store) UpdateAction(ctx context.Context, customerID, id int64, in topics.Action) (topics.Action, error) {
-	a, err := scanAction(s.db.QueryRow(ctx, `UPDATE actions SET name = $3, hook_name = $4, channel_id = $5, is_active = $6, updated_at = now()
-		WHERE customer_id = $1 AND action_id = $2 RETURNING `+actionCols, customerID, id, in.Name, in.HookName, in.ChannelID, in.IsActive))
+	a, err := scanAction(s.db.QueryRow(ctx, `UPDATE actions SET name = $3, hook_name = $4, channel_id = $5, is_active = $6, requires_confirmation = $7, updated_at = now()
+		WHERE customer_id = $1 AND action_id = $2 RETURNING `+actionCols, customerID, id, in.Name, in.HookName, in.ChannelID, in.IsActive, in.RequiresConfirmation))
 	return a, postgres.Error(err, "action")
 }
 

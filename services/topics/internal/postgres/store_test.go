@@ -646,6 +646,21 @@ func TestActionsAndDocumentsCRUD(t *testing.T) {
 	if err != nil || total != 1 || len(as) != 1 {
 		t.Fatalf("list = %+v, %d, %v", as, total, err)
 	}
+	// The confirmation flag is stored, read back and passed to automation.
+	up, err = s.UpdateAction(ctx, tenantA, a.ID, topics.Action{Name: "refund", HookName: "h3", IsActive: true, RequiresConfirmation: true})
+	if err != nil || !up.RequiresConfirmation {
+		t.Fatalf("update = %+v, %v", up, err)
+	}
+	if got, err := s.Action(ctx, tenantA, a.ID); err != nil || !got.RequiresConfirmation {
+		t.Fatalf("read = %+v, %v", got, err)
+	}
+	tp := mustTopic(t, s, tenantA, "Refunds")
+	if _, err := s.CreateTopicActions(ctx, tenantA, []topics.NewTopicAction{{TopicID: tp.ID, ActionID: a.ID, Priority: 1, IsActive: true}}, accept); err != nil {
+		t.Fatal(err)
+	}
+	if la, err := s.ActiveActions(ctx, tenantA, tp.ID); err != nil || len(la) != 1 || !la[0].RequiresConfirmation {
+		t.Fatalf("active = %+v, %v", la, err)
+	}
 
 	d := mustDocument(t, s, tenantA, "faq", nil, "", false)
 	if _, err := s.Document(ctx, tenantB, d.ID); !apperr.Is(err, apperr.NotFound) {

@@ -185,13 +185,13 @@ func (s *Store) DeleteTopicAction(ctx context.Context, customerID, id int64) (to
 // ActiveActions lists the active mappings to active actions of a live topic,
 // lowest priority number first.
 func (s *Store) ActiveActions(ctx context.Context, customerID, topicID int64) ([]topics.LinkedAction, error) {
-	return postgres.Collect(ctx, s.db, "topic action", `SELECT ta.topic_action_id, a.action_id, a.name, a.hook_name, ta.priority
+	return postgres.Collect(ctx, s.db, "topic action", `SELECT ta.topic_action_id, a.action_id, a.name, a.hook_name, ta.priority, a.requires_confirmation
 		`+liveTopicActions+`
 		WHERE ta.customer_id = $1 AND ta.topic_id = $2 AND ta.is_active AND a.is_active
 		ORDER BY ta.priority, ta.topic_action_id`,
 		func(r pgx.Row) (topics.LinkedAction, error) {
 			var l topics.LinkedAction
-			err := r.Scan(&l.TopicActionID, &l.ActionID, &l.Name, &l.HookName, &l.Priority)
+			err := r.Scan(&l.TopicActionID, &l.ActionID, &l.Name, &l.HookName, &l.Priority, &l.RequiresConfirmation)
 			return l, err
 		}, customerID, topicID)
 }

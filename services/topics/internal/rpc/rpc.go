@@ -52,7 +52,7 @@ func Serve(bus *natsbus.Bus, svc Lookups) error {
 			as, err := svc.ActiveActions(ctx, req.CustomerID, req.TopicID)
 			return contracts.TopicActionsReply{Actions: paging.Map(as, func(a topics.LinkedAction) contracts.LinkedAction {
 				return contracts.LinkedAction{TopicActionID: a.TopicActionID, ActionID: a.ActionID, Name: a.Name,
-					HookName: a.HookName, Priority: a.Priority}
+					HookName: a.HookName, Priority: a.Priority, RequiresConfirmation: a.RequiresConfirmation}
 			})}, err
 		}))
 	return errors.Join(errs...)

@@ -33,6 +33,10 @@ type Action struct {
 	HookName   string
 	ChannelID  *int64 // nil: not tied to a channel
 	IsActive   bool
+	// RequiresConfirmation: the action needs a human, so the assistant's
+	// topic detection alone never fires it; an agent assigning (or
+	// confirming) the topic does.
+	RequiresConfirmation bool
 }
 
 // Document is a knowledge-base entry a topic can be linked to.
@@ -99,6 +103,8 @@ type LinkedAction struct {
 	Name          string
 	HookName      string
 	Priority      int
+	// RequiresConfirmation is the action's flag (Action).
+	RequiresConfirmation bool
 }
 
 // Service is every use case of the topics service: the HTTP layer serves

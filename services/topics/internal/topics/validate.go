@@ -94,6 +94,8 @@ type ActionInput struct {
 	HookName  string
 	ChannelID *int64
 	IsActive  *bool // default true
+	// RequiresConfirmation defaults to false.
+	RequiresConfirmation *bool
 }
 
 // Normalize validates the input into an Action.
@@ -101,6 +103,9 @@ func (in ActionInput) Normalize() (Action, error) {
 	a := Action{Name: strings.TrimSpace(in.Name), HookName: strings.TrimSpace(in.HookName), ChannelID: in.ChannelID, IsActive: true}
 	if in.IsActive != nil {
 		a.IsActive = *in.IsActive
+	}
+	if in.RequiresConfirmation != nil {
+		a.RequiresConfirmation = *in.RequiresConfirmation
 	}
 	var v apperr.Validation
 	textfield.Line(&v, "name", a.Name, true, MaxNameLen)
