@@ -160,6 +160,69 @@ func TestPlainHTTPRefusedAndNeverProxied(t *testing.T) {
 	}
 }
 
+// Clients send secrets in query strings (the feedback link's token, Graph's
+// validationToken): the gateway's access log keeps each request's path with
+// every query value redacted, over HTTPS and plain HTTP, on routed paths and
+// on paths no service owns, and never the values themselves.
+func TestAccessLogRedactsQueryValues(t *testing.T) {
+	secret := "s3cr3t" + randid.Hex(8)
+	run := randid.Hex(4)
+	tests := []struct {
+		method, url, want string
+	}{
+		{http.MethodPost, stk.HTTPSURL + "/api/TicketMessages/1/feedback?token=" + secret + "&vote=like",
+			"/api/TicketMessages/1/feedback?token=REDACTED&vote=REDACTED"},
+		{http.MethodPost, stk.HTTPSURL + "/api/providerwebhook?validationToken=" + secret,
+			"/api/providerwebhook?validationToken=REDACTED"},
+		{http.MethodGet, stk.HTTPSURL + "/no/such/thing?code=" + secret, "/no/such/thing?code=REDACTED"},
+		{http.MethodGet, stk.HTTPURL + "/api/Tickets?token=" + secret, "/api/Tickets?token=REDACTED"},
+	}
+	c := client(t)
+	plain := &http.Client{Timeout: 10 * time.Second}
+	want := map[string]string{}
+	var last string
+	for i, tc := range tests {
+		id := fmt.Sprintf("redact-%s-%d", run, i)
+		want[id], last = tc.want, id
+		req, err := http.NewRequestWithContext(t.Context(), tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Request-ID", id)
+		req.Header.Set("X-Log-Path", "/spoofed?token="+secret)
+		if strings.HasPrefix(tc.url, "https:") {
+			c.DoRequest(req)
+			continue
+		}
+		resp, err := plain.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	entries := waitForAccessLog(t, stk.Gateway.AccessLogFile, last)
+	for _, e := range entries {
+		w, ok := want[e.RequestID]
+		if !ok {
+			continue
+		}
+		delete(want, e.RequestID)
+		if e.LogPath != w || e.RequestPath != "" {
+			t.Errorf("access log of %s: path %q, RequestPath %q; want path %q and no RequestPath", e.RequestID, e.LogPath, e.RequestPath, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("requests missing from the access log: %v", want)
+	}
+	data, err := os.ReadFile(stk.Gateway.AccessLogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), secret) {
+		t.Errorf("the access log holds a query value")
+	}
+}
+
 // Prefixes are matched case-insensitively at the gateway (the service then
 // matches its own routes case-insensitively too).
 func TestGatewayPathsAreCaseInsensitive(t *testing.T) {
@@ -363,6 +426,8 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 type accessLogEntry struct {
 	RequestID        string `json:"request_X-Request-Id"`
+	LogPath          string `json:"request_X-Log-Path"`
+	RequestPath      string `json:"RequestPath"`
 	RouterName       string `json:"RouterName"`
 	EntryPoint       string `json:"entryPointName"`
 	ServiceURL       string `json:"ServiceURL"`

@@ -23,6 +23,9 @@ import (
 // Config is the plugin configuration.
 type Config struct {
 	TypeBase string `json:"typeBase,omitempty"`
+	// LogPathHeader names the request header that carries the redacted
+	// path for the access log (logpath.go); empty: none.
+	LogPathHeader string `json:"logPathHeader,omitempty"`
 }
 
 // CreateConfig returns the defaults Traefik decodes the options onto.
@@ -31,16 +34,18 @@ func CreateConfig() *Config {
 }
 
 type handler struct {
-	next     http.Handler
-	typeBase string
+	next          http.Handler
+	typeBase      string
+	logPathHeader string
 }
 
 // New builds the middleware.
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
-	return &handler{next: next, typeBase: config.TypeBase}, nil
+	return &handler{next: next, typeBase: config.TypeBase, logPathHeader: config.LogPathHeader}, nil
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	setLogPath(req, h.logPathHeader)
 	h.next.ServeHTTP(&writer{ResponseWriter: w, req: req, typeBase: h.typeBase}, req)
 }
 

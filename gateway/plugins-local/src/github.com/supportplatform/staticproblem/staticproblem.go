@@ -37,6 +37,9 @@ type Config struct {
 	// client would see no answer at all. A longer body closes the connection
 	// after the answer. Same bound as the services (httpserver.DrainBytes).
 	DrainBytes int64 `json:"drainBytes,omitempty"`
+	// LogPathHeader names the request header that carries the redacted
+	// path for the access log (logpath.go); empty: none.
+	LogPathHeader string `json:"logPathHeader,omitempty"`
 }
 
 // DefaultDrainBytes is the DrainBytes used when none is configured.
@@ -71,6 +74,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 }
 
 func (r *responder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	setLogPath(req, r.config.LogPathHeader)
 	requestID := req.Header.Get("X-Request-Id")
 	if !validRequestID(requestID) {
 		requestID = newRequestID()
