@@ -190,11 +190,11 @@ func TestAccessLogRedactsQueryValues(t *testing.T) {
 		}
 		req.Header.Set("X-Request-ID", id)
 		req.Header.Set("X-Log-Path", "/spoofed?token="+secret)
+		hc := plain
 		if strings.HasPrefix(tc.url, "https:") {
-			c.DoRequest(req)
-			continue
+			hc = c.HTTP // the answers (a 404 problem for an unowned path) are not the point here
 		}
-		resp, err := plain.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
