@@ -47,7 +47,7 @@ func TestContractCoversEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := func(*gin.Context) {}
-	httpapi.New(nil, nil, nil, srv).Routes(srv.Engine, pass, pass)
+	httpapi.New(nil, nil, nil, nil, srv).Routes(srv.Engine, pass, pass)
 	served := httpserver.RouteKeys(srv.Engine)
 	undocumented, unserved := doc.CompareRoutes(served, "/api/Channels", "/api/ProviderWebhook")
 	if len(undocumented) > 0 || len(unserved) > 0 {

@@ -345,7 +345,10 @@ func errThrottled(until time.Time) error {
 // that died before storing it): ours (same resource and notification URL)
 // are deleted and the create is tried once more.
 func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, now time.Time) (ProviderSubscription, error) {
-	tenant := t.Channel.ProviderTenantID
+	tenant, err := t.Channel.GraphTenant()
+	if err != nil {
+		return ProviderSubscription{}, err
+	}
 	req := NewProviderSubscription{Mailbox: t.Channel.EmailAddress, FolderID: t.Folder.ExternalFolderID,
 		NotificationURL: s.notifyURL, LifecycleNotificationURL: s.notifyURL, ClientState: clientState,
 		Expiration: now.Add(s.lifetime)}
