@@ -19,6 +19,7 @@ import (
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/replier"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 // sent is one call the fake sender received.
@@ -85,6 +86,7 @@ func newEnv(t *testing.T) *env {
 	clock := clocktest.New(start)
 	e := &env{store: postgres.New(pool, clock.Now), pool: pool, clock: clock, channels: map[string]mail.Channel{}}
 	ctx := context.Background()
+	seed.ConnectTenant(t, pool, customer, "contoso.onmicrosoft.com")
 	for name, in := range map[string]mail.ChannelInput{
 		"mail": {Name: "Support", Kind: mail.KindEmail, EmailAddress: "support@contoso.com", Provider: mail.ProviderMicrosoft365,
 			ProviderTenantID: "contoso.onmicrosoft.com"},

@@ -14,7 +14,7 @@ CREATE TABLE provider_connections (
     -- ended with last_error (nothing was connected).
     status        text        NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'consenting', 'connected', 'failed')),
     -- The Entra tenant GUID (lower-case) from the verified id_token's tid.
-    tenant_id     text        CHECK (tenant_id IS NULL OR tenant_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'),
+    tenant_id     text        CHECK (tenant_id IS NULL OR (tenant_id = lower(tenant_id) AND length(tenant_id) BETWEEN 1 AND 100)),
     -- Who signed in at Microsoft (preferred_username or name of the id_token).
     signed_in_as  text        NOT NULL DEFAULT '' CHECK (length(signed_in_as) <= 320),
     -- The platform admin account that started the connection.
