@@ -394,6 +394,27 @@ func TestNotSentByMail(t *testing.T) {
 	}
 }
 
+// Issue 22, item 7: no Graph token is taken for a channel whose tenant is
+// not connected to its customer (here: disconnected after the channel was
+// made); the reply fails without a call.
+func TestTenantNotConnectedSendsNothing(t *testing.T) {
+	e := newEnv(t)
+	s := &fakeSender{}
+	if _, err := e.pool.Exec(context.Background(), `DELETE FROM provider_connections`); err != nil {
+		t.Fatal(err)
+	}
+	res := handle(t, e.handler(s), e.event("mail", 600, nil), 1, false)
+	if res.Outcome != replier.OutcomeFailed {
+		t.Fatalf("%+v", res)
+	}
+	if rec := e.record(t, 600); rec.Status != replier.StatusFailed || !strings.Contains(rec.LastError, "not connected") {
+		t.Fatalf("record %+v", rec)
+	}
+	if calls := s.sent(); len(calls) != 0 {
+		t.Fatalf("sent %+v", calls)
+	}
+}
+
 // A reply claimed by a delivery that is still sending is left to it; one
 // whose claim lapsed (the worker died mid-call) is failed as outcome
 // unknown, never sent a second time.
