@@ -515,6 +515,9 @@ func (s *SubscriptionService) sync(ctx context.Context, customerID, channelID in
 		switch {
 		case c.Provider != ProviderMicrosoft365 || c.Kind != KindEmail:
 			out = append(out, activeOutcome(f, OutcomeSkipped))
+		case !c.TenantConnected && !c.IsDeleted && c.AutoRetrieveEmails && f.AutoRetrieveEmails:
+			// Wants mail, but no token is taken for its tenant: say why.
+			out = append(out, failedOutcome(f, ErrTenantNotConnected))
 		case !shouldSubscribe(Target{Folder: f, Channel: c}):
 			out = append(out, activeOutcome(f, OutcomeNone))
 		default:
