@@ -107,7 +107,9 @@ func (h *Handlers) connectionCallback(c *gin.Context) error {
 		return err
 	}
 	if res.Redirect != "" {
-		c.Redirect(http.StatusFound, res.Redirect)
+		// Without a body: the browser follows the Location.
+		c.Header("Location", res.Redirect)
+		c.Status(http.StatusFound)
 		return nil
 	}
 	c.JSON(http.StatusOK, toConnection(*res.Connection))
