@@ -39,12 +39,17 @@ func StartFakeGraph(dataDir, addr string) (*FakeGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	fake := graphfake.New(graphfake.Options{ClientID: FakeGraphClientID, ClientSecret: FakeGraphClientSecret, HTTPClient: tls.Client()})
+	// As Entra does, app-only tokens only for tenants whose admin consented:
+	// tenants are connected through the platform's flow (ConnectMicrosoft365,
+	// or the fake's sign-in and consent pages under make run).
+	fake := graphfake.New(graphfake.Options{ClientID: FakeGraphClientID, ClientSecret: FakeGraphClientSecret, HTTPClient: tls.Client(),
+		RequireConsent: true})
 	g := &FakeGraph{Server: fake, URL: "http://" + ln.Addr().String(),
 		srv: &http.Server{Handler: fake, ReadHeaderTimeout: 10 * time.Second}}
 	g.Env = []string{
 		"GRAPH_CLIENT_ID=" + FakeGraphClientID, "GRAPH_CLIENT_SECRET=" + FakeGraphClientSecret,
 		"GRAPH_TOKEN_URL=" + g.URL + "/{tenant}/oauth2/v2.0/token", "GRAPH_BASE_URL=" + g.URL + "/v1.0",
+		"GRAPH_LOGIN_URL=" + g.URL,
 	}
 	go func() { _ = g.srv.Serve(ln) }()
 	return g, nil

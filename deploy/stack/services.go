@@ -63,10 +63,12 @@ var Services = []Service{
 	},
 	{
 		// The mail context's HTTP binary: channels, the mail provider's
-		// callbacks and the subscription toggles.
+		// callbacks, the subscription toggles and the Microsoft 365 tenant
+		// connections (whose browser callback is an ordinary, rate-limited
+		// route: it needs no bearer token, the state authenticates it).
 		Name:      "mailingest",
 		Module:    "services/mail",
-		Prefixes:  []string{"/api/Channels", "/api/ProviderWebhook"},
+		Prefixes:  []string{"/api/Channels", "/api/ProviderWebhook", "/api/ProviderConnections"},
 		Callbacks: []string{"/api/ProviderWebhook"},
 		Schema:    "mail",
 	},

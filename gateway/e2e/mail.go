@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -39,18 +41,29 @@ type Folder struct {
 	LastImportAt                   *string `json:"lastImportAt"`
 }
 
-// ProviderTenant is the Entra tenant of the test channels (the fake Graph
-// issues tokens for any).
-const ProviderTenant = "7f3c1c1e-0000-4000-8000-000000000001"
-
 // Mailbox is a fresh address for a test's channel.
 func Mailbox() string { return "support-" + randid.Hex(5) + "@contoso.test" }
 
+// ConnectTenant connects a fresh Entra tenant of the fake Graph g to the
+// test customer tn through the platform's real flow (start, the fake's
+// sign-in, callback, the fake's admin consent, callback: see
+// stack.ConnectMicrosoft365) and returns its id, which the customer's
+// microsoft365 channels may name.
+func ConnectTenant(t testing.TB, c *Client, g *graphfake.Server, tn Tenant) string {
+	t.Helper()
+	tenant, err := stack.ConnectMicrosoft365(t.Context(), c.HTTP, c.BaseURL,
+		func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tn.AdminToken) }, g)
+	if err != nil {
+		t.Fatalf("connect a Microsoft 365 tenant: %v", err)
+	}
+	return tenant
+}
+
 // EmailChannel is the body of a microsoft365 e-mail channel on a fresh
-// mailbox.
-func EmailChannel(auto bool) map[string]any {
+// mailbox in the connected tenant providerTenantID (ConnectTenant).
+func EmailChannel(providerTenantID string, auto bool) map[string]any {
 	return map[string]any{"name": "Support " + randid.Hex(3), "kind": "email", "emailAddress": Mailbox(),
-		"provider": "microsoft365", "providerTenantID": ProviderTenant, "autoRetrieveEmails": auto}
+		"provider": "microsoft365", "providerTenantID": providerTenantID, "autoRetrieveEmails": auto}
 }
 
 // CreateChannel makes a channel as the tenant's admin and returns it.
@@ -73,11 +86,12 @@ func Folders(t testing.TB, c *Client, tn Tenant, channelID int64) []Folder {
 	return l.Items
 }
 
-// SubscribedFolder makes a microsoft365 e-mail channel that retrieves mail
-// and returns it with its inbox, which has its Graph subscription by then.
-func SubscribedFolder(t testing.TB, c *Client, tn Tenant) (Channel, Folder) {
+// SubscribedFolder connects a tenant of the fake Graph g to tn, makes a
+// microsoft365 e-mail channel in it that retrieves mail and returns it with
+// its inbox, which has its Graph subscription by then.
+func SubscribedFolder(t testing.TB, c *Client, g *graphfake.Server, tn Tenant) (Channel, Folder) {
 	t.Helper()
-	ch := CreateChannel(t, c, tn, EmailChannel(true))
+	ch := CreateChannel(t, c, tn, EmailChannel(ConnectTenant(t, c, g, tn), true))
 	var f Folder
 	Eventually(t, 10*time.Second, "the inbox's subscription", func() bool {
 		fs := Folders(t, c, tn, ch.ChannelID)

@@ -89,7 +89,7 @@ type mailChannel struct {
 func newMailChannel(t *testing.T) mailChannel {
 	t.Helper()
 	tn := newTenant(t)
-	ch, f := e2e.SubscribedFolder(t, client(t), tn)
+	ch, f := e2e.SubscribedFolder(t, client(t), graph, tn)
 	return mailChannel{tn: tn, channel: ch, folder: f, mailbox: *ch.EmailAddress}
 }
 

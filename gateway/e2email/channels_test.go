@@ -12,7 +12,7 @@ func TestChannelsCreateReadList(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	body := emailChannel(false)
+	body := emailChannel(t, tn, false)
 	body["emailAddress"] = "  Support-Desk@Contoso.TEST "
 	ch := createChannel(t, tn, body)
 	if ch.Kind != "email" || ch.EmailAddress == nil || *ch.EmailAddress != "support-desk@contoso.test" ||
@@ -28,7 +28,7 @@ func TestChannelsCreateReadList(t *testing.T) {
 	if web.EmailAddress != nil || web.Provider != "none" || len(folders(t, tn, web.ChannelID)) != 0 {
 		t.Fatalf("web channel %+v", web)
 	}
-	withFolders := emailChannel(false)
+	withFolders := emailChannel(t, tn, false)
 	withFolders["provider"], withFolders["providerTenantID"] = "none", nil
 	withFolders["folders"] = []map[string]any{{"externalFolderID": "AAMkAGI2TG93AAA=", "displayName": "Support"}, {"externalFolderID": "archive"}}
 	wf := createChannel(t, tn, withFolders)
@@ -107,7 +107,7 @@ func TestChannelsUpdateDelete(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	body := emailChannel(false)
+	body := emailChannel(t, tn, false)
 	ch := createChannel(t, tn, body)
 	path := fmt.Sprintf("/api/Channels/%d", ch.ChannelID)
 
@@ -125,7 +125,7 @@ func TestChannelsUpdateDelete(t *testing.T) {
 		t.Fatalf("kind change: %s", r.String())
 	}
 	// One live channel per mailbox.
-	dup := emailChannel(false)
+	dup := emailChannel(t, tn, false)
 	dup["emailAddress"] = strings.ToUpper(*ch.EmailAddress)
 	wantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.AdminToken, dup), http.StatusConflict, nil)
 
@@ -154,7 +154,7 @@ func TestChannelFolders(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	c := client(t)
-	body := emailChannel(false)
+	body := emailChannel(t, tn, false)
 	body["provider"], body["providerTenantID"] = "none", nil
 	ch := createChannel(t, tn, body)
 	base := fmt.Sprintf("/api/Channels/%d/folders", ch.ChannelID)
@@ -189,7 +189,7 @@ func TestChannelsRolesAndTenants(t *testing.T) {
 	t.Parallel()
 	tn, other := newTenant(t), newTenant(t)
 	c := client(t)
-	ch := createChannel(t, tn, emailChannel(false))
+	ch := createChannel(t, tn, emailChannel(t, tn, false))
 	path := fmt.Sprintf("/api/Channels/%d", ch.ChannelID)
 	fs := folders(t, tn, ch.ChannelID)
 	folder := fmt.Sprintf("%s/folders/%d", path, fs[0].FolderID)

@@ -1,6 +1,7 @@
 package e2email
 
 import (
+	"sync"
 	"testing"
 
 	"supportplatform.dev/gateway/e2e"
@@ -47,8 +48,9 @@ type toggleBody struct {
 // mailbox is a fresh address for a test's channel.
 func mailbox() string { return e2e.Mailbox() }
 
-// providerTenant is the Entra tenant the fake Graph issues tokens for.
-const providerTenant = e2e.ProviderTenant
+// providerTenant is an Entra tenant id for bodies that never reach the
+// connection check (invalid ones, notifications).
+const providerTenant = "7f3c1c1e-0000-4000-8000-000000000001"
 
 // createChannel makes a channel as admin and returns it.
 func createChannel(t *testing.T, tn tenant, body map[string]any) channelBody {
@@ -56,8 +58,24 @@ func createChannel(t *testing.T, tn tenant, body map[string]any) channelBody {
 	return e2e.CreateChannel(t, client(t), tn, body)
 }
 
-// emailChannel is a microsoft365 e-mail channel body.
-func emailChannel(auto bool) map[string]any { return e2e.EmailChannel(auto) }
+// emailChannel is a microsoft365 e-mail channel body in a tenant connected
+// to tn (connected once per test customer, through the real flow).
+func emailChannel(t *testing.T, tn tenant, auto bool) map[string]any {
+	t.Helper()
+	return e2e.EmailChannel(connectedTenant(t, tn), auto)
+}
+
+var connected sync.Map // customer id → its connected Entra tenant
+
+func connectedTenant(t *testing.T, tn tenant) string {
+	t.Helper()
+	if v, ok := connected.Load(tn.CustomerID); ok {
+		return v.(string)
+	}
+	id := e2e.ConnectTenant(t, client(t), graph, tn)
+	connected.Store(tn.CustomerID, id)
+	return id
+}
 
 func folders(t *testing.T, tn tenant, channelID int64) []folderBody {
 	t.Helper()

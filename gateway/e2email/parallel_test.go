@@ -15,7 +15,7 @@ import (
 func TestChannelsParallelSameMailbox(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	body := emailChannel(false)
+	body := emailChannel(t, tn, false)
 	body["emailAddress"] = strings.ToUpper(mailbox())
 	counts := e2e.Parallel(10, func() *e2e.Response { return client(t).Do(http.MethodPost, "/api/Channels", tn.AdminToken, body) })
 	if counts[http.StatusCreated] != 1 || counts[http.StatusConflict] != 9 {
@@ -28,7 +28,7 @@ func TestChannelsParallelSameMailbox(t *testing.T) {
 func TestSubscribeParallel(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	ch := createChannel(t, tn, emailChannel(false))
+	ch := createChannel(t, tn, emailChannel(t, tn, false))
 	counts := e2e.Parallel(5, func() *e2e.Response {
 		return client(t).Do(http.MethodPost, fmt.Sprintf("/api/ProviderWebhook/subscribe/%d", ch.ChannelID), tn.AdminToken, nil)
 	})

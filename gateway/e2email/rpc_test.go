@@ -40,7 +40,7 @@ func askChannel(t *testing.T, customerID, channelID int64) contracts.ChannelRepl
 func TestChannelLookupAndEvents(t *testing.T) {
 	t.Parallel()
 	tn, other := newTenant(t), newTenant(t)
-	ch := createChannel(t, tn, emailChannel(false))
+	ch := createChannel(t, tn, emailChannel(t, tn, false))
 	r := askChannel(t, tn.CustomerID, ch.ChannelID)
 	if !r.Exists || r.ChannelID != ch.ChannelID || r.Kind != "email" || r.EmailAddress != *ch.EmailAddress || r.IsDeleted || r.Name != ch.Name {
 		t.Fatalf("lookup %+v", r)

@@ -36,7 +36,7 @@ func fakeSubscription(id string) (graphfake.Subscription, bool) {
 func TestSubscribeUnsubscribe(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	ch := createChannel(t, tn, emailChannel(false))
+	ch := createChannel(t, tn, emailChannel(t, tn, false))
 	if fs := folders(t, tn, ch.ChannelID); fs[0].ProviderSubscriptionID != nil {
 		t.Fatalf("subscribed while off: %+v", fs)
 	}
@@ -52,7 +52,7 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 	}
 	if s.Resource != "/users/"+*ch.EmailAddress+"/mailFolders('inbox')/messages" || s.ChangeType != "created" ||
 		s.NotificationURL != stk.HTTPSURL+"/api/providerwebhook" || s.LifecycleNotificationURL != s.NotificationURL ||
-		s.ClientState == "" || s.TenantID != providerTenant {
+		s.ClientState == "" || s.TenantID != *ch.ProviderTenantID {
 		t.Fatalf("Graph subscription %+v", s)
 	}
 	// The stored expiry is the one Graph returned, about three days ahead.
@@ -101,9 +101,9 @@ func TestSubscribeNotFound(t *testing.T) {
 	t.Parallel()
 	tn, other := newTenant(t), newTenant(t)
 	web := createChannel(t, tn, map[string]any{"name": "Web", "kind": "web"})
-	deleted := createChannel(t, tn, emailChannel(false))
+	deleted := createChannel(t, tn, emailChannel(t, tn, false))
 	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Channels/%d", deleted.ChannelID), tn.AdminToken, nil), http.StatusNoContent, nil)
-	mine := createChannel(t, tn, emailChannel(false))
+	mine := createChannel(t, tn, emailChannel(t, tn, false))
 	for _, op := range []string{"subscribe", "unsubscribe"} {
 		toggle(t, tn, op, 999999999, http.StatusNotFound)
 		toggle(t, tn, op, web.ChannelID, http.StatusNotFound)
@@ -124,7 +124,7 @@ func TestSubscribeNotFound(t *testing.T) {
 func TestSubscribeOtherProviderSkipped(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	body := emailChannel(false)
+	body := emailChannel(t, tn, false)
 	body["provider"], body["providerTenantID"] = "none", nil
 	ch := createChannel(t, tn, body)
 	tb := toggle(t, tn, "subscribe", ch.ChannelID, http.StatusOK)
@@ -293,7 +293,7 @@ func TestLifecycleNotifications(t *testing.T) {
 // once Graph accepts again.
 func TestSubscribeWhenGraphRefuses(t *testing.T) {
 	tn := newTenant(t)
-	ch := createChannel(t, tn, emailChannel(false))
+	ch := createChannel(t, tn, emailChannel(t, tn, false))
 	graph.SetHandshake(graphfake.HandshakeFail)
 	tb := toggle(t, tn, "subscribe", ch.ChannelID, http.StatusOK)
 	graph.SetHandshake(graphfake.HandshakeValidate)

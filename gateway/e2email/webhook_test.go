@@ -148,7 +148,7 @@ func newGUID() string {
 // subscribedFolder is e2e.SubscribedFolder.
 func subscribedFolder(t *testing.T, tn tenant) (channelBody, folderBody) {
 	t.Helper()
-	return e2e.SubscribedFolder(t, client(t), tn)
+	return e2e.SubscribedFolder(t, client(t), graph, tn)
 }
 
 func TestNotificationQueuesImport(t *testing.T) {

@@ -27,7 +27,7 @@ import (
 func TestSIGTERMStopsAConsumerCleanly(t *testing.T) {
 	f := newFixture(t)
 	c := e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
-	ch := e2e.CreateChannel(t, c, f.tn, e2e.EmailChannel(false))
+	ch := e2e.CreateChannel(t, c, f.tn, map[string]any{"name": "Support", "kind": "email", "emailAddress": e2e.Mailbox()})
 	r, err := stk.StartReplica(t.Context(), "tickets")
 	if err != nil {
 		t.Fatal(err)

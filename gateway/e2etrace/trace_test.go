@@ -151,7 +151,7 @@ func TestTopicChangeIsOneTraceThroughTheOutboxIntoTickets(t *testing.T) {
 func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 	c := client(t)
 	tn := e2e.NewTenant(t, stk, c, "TraceMail")
-	ch, _ := e2e.SubscribedFolder(t, c, tn)
+	ch, _ := e2e.SubscribedFolder(t, c, graph, tn)
 	deliver := func(n int) string {
 		subject := fmt.Sprintf("Traced %d %s", n, randid.Hex(4))
 		id, err := graph.Deliver(t.Context(), graphfake.DeliverMail{Mailbox: *ch.EmailAddress, Subject: subject,

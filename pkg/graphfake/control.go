@@ -158,3 +158,15 @@ func (s *Server) handleFakeDeltaExpire(w http.ResponseWriter, r *http.Request) {
 	s.ExpireDeltaTokens(mb)
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// handleFakeUsers adds a user of the identity platform: {"username", "tenantId", "name",
+// "declineSignIn", "declineConsent"}.
+func (s *Server) handleFakeUsers(w http.ResponseWriter, r *http.Request) {
+	var u User
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10)).Decode(&u); err != nil || u.Username == "" || !looksLikeGUID(u.TenantID) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "want {\"username\": ..., \"tenantId\": a GUID}"})
+		return
+	}
+	s.AddUser(u)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -201,6 +201,9 @@ func (s *Server) boxLocked(address string) *mailbox {
 // resolveMailboxLocked turns a path's user (an address, or the user GUID the fake assigned in
 // the caller's tenant) into a mailbox; ok is false for an unknown GUID.
 func (s *Server) resolveMailboxLocked(tenant, user string) (*mailbox, bool) {
+	if !s.mailboxInTenant(tenant, user) { // identity.go: another tenant's mailbox is not in this directory
+		return nil, false
+	}
 	prefix := strings.ToLower(tenant) + "\x00"
 	for key, id := range s.users {
 		if strings.EqualFold(id, user) && strings.HasPrefix(key, prefix) {

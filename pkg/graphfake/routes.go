@@ -8,6 +8,13 @@ import (
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", s.handleToken)
+	mux.HandleFunc("GET /{tenant}/oauth2/v2.0/authorize", s.handleAuthorize)
+	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/authorize", s.handleAuthorize)
+	mux.HandleFunc("GET /{tenant}/v2.0/adminconsent", s.handleAdminConsent)
+	mux.HandleFunc("POST /{tenant}/v2.0/adminconsent", s.handleAdminConsent)
+	mux.HandleFunc("GET /discovery/v2.0/keys", s.handleKeys)
+	mux.HandleFunc("GET /{tenant}/discovery/v2.0/keys", s.handleKeys)
+	mux.HandleFunc("POST /_fake/identity/users", s.handleFakeUsers)
 
 	mux.HandleFunc("POST /v1.0/subscriptions", s.api(s.handleCreate))
 	mux.HandleFunc("GET /v1.0/subscriptions", s.api(s.handleList))

@@ -41,6 +41,12 @@ type Options struct {
 	AttachmentPageSize int
 	// Log receives the fake's diagnostics (failed handshakes, deliveries); nil discards them.
 	Log *slog.Logger
+	// RequireConsent makes the client_credentials grant refuse a tenant where no admin consented
+	// (identity.go), as Entra does; off, every tenant gets tokens.
+	RequireConsent bool
+	// RedirectURIs, when not empty, are the only redirect URIs the sign-in and consent pages
+	// accept (the app registration's); empty accepts any absolute http(s) URI.
+	RedirectURIs []string
 }
 
 // Subscription is a snapshot of one live subscription.
@@ -95,6 +101,7 @@ type Server struct {
 	handshake      HandshakeMode
 	notifyOnCreate int
 	mail           mailState // mailboxes, delta links, sent mail (mailbox.go)
+	id             *identity // the identity platform (identity.go)
 
 	attachmentPageSize int
 }
@@ -126,6 +133,7 @@ func New(o Options) *Server {
 		subs:          map[string]*stored{},
 		users:         map[string]string{},
 		mail:          newMailState(o.NotificationDuplicates),
+		id:            newIdentity(o),
 
 		attachmentPageSize: o.AttachmentPageSize,
 	}

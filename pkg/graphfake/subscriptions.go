@@ -146,6 +146,9 @@ func (s *Server) newSubscription(in subscriptionBody, tok accessToken) (Subscrip
 	if !ok {
 		return Subscription{}, "", badRequest("Resource '" + in.Resource + "' is not supported: expected /users/{mailbox}/mailFolders('{id}')/messages.")
 	}
+	if !s.mailboxInTenant(tok.tenant, mailbox) { // identity.go
+		return Subscription{}, "", &apiError{status: http.StatusNotFound, code: "ResourceNotFound", message: "The object '" + mailbox + "' does not exist in the tenant."}
+	}
 	if err := checkNotificationURL(in.NotificationURL); err != "" {
 		return Subscription{}, "", badRequest("notificationUrl " + err)
 	}

@@ -61,6 +61,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	form := r.PostForm
+	if form.Get("grant_type") == "authorization_code" {
+		s.redeemCode(w, r, form, fail)
+		return
+	}
 	switch gt := form.Get("grant_type"); {
 	case gt == "":
 		fail(http.StatusBadRequest, "invalid_request", 900144, "The request body must contain the following parameter: 'grant_type'.")
@@ -95,6 +99,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.clientSecret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(s.clientSecret)) != 1 {
 		fail(http.StatusUnauthorized, "invalid_client", 7000215, "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.")
+		return
+	}
+	if s.appTokenRefused(tenant) {
+		fail(http.StatusBadRequest, "unauthorized_client", 700016, "Application with identifier '"+id+"' was not found in the directory '"+tenant+"'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.")
 		return
 	}
 

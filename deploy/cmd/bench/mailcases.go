@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -93,12 +94,17 @@ func subscribeFolders(ctx context.Context, e *benchEnv, n int) ([]mailTarget, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	// The channels' tenant must be connected to the bench customer first.
+	tenant, err := stack.ConnectMicrosoft365(ctx, e.API.HTTP, e.API.BaseURL, e.API.Authorize, e.Graph.Server)
+	if err != nil {
+		return nil, err
+	}
 	var out []mailTarget
 	for i := range n {
 		mailbox := fmt.Sprintf("bench-%d-%s@contoso.test", i, randid.Hex(3))
 		body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Bench mailbox %d", i), "kind": "email",
 			"emailAddress": mailbox, "provider": "microsoft365",
-			"providerTenantID": benchTenant, "autoRetrieveEmails": true})
+			"providerTenantID": tenant, "autoRetrieveEmails": true})
 		data, err := e.API.Do(ctx, http.MethodPost, "/api/Channels", string(body), http.StatusCreated)
 		if err != nil {
 			return nil, err

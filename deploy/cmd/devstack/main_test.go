@@ -65,3 +65,13 @@ func TestReferenceURL(t *testing.T) {
 		t.Errorf("referenceURL without docs = %q, want none", got)
 	}
 }
+
+// make run tells how to connect a mailbox with the fake Graph's pages.
+func TestConnectNote(t *testing.T) {
+	n := connectNote(8443)
+	for _, want := range []string{"/api/ProviderConnections", "authorizationUrl", DemoTenantAdmin, DemoTenantID, "/api/Channels", "https://localhost:8443"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("the note lacks %q:\n%s", want, n)
+		}
+	}
+}

@@ -31,7 +31,7 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "importworker", run, "mail",
-		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channel_suspensions", "channels", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{"IMPORT_CONCURRENCY": "0"},
 		map[string]string{"IMPORT_PAGE_SIZE": "5000"},
 		map[string]string{"IMPORT_ACK_WAIT": "1s"},
@@ -141,7 +141,9 @@ func TestServeImportsAndStops(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	var channelID, folderID int64
-	if err := conn.QueryRow(ctx, `WITH c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
+	if err := conn.QueryRow(ctx, `WITH p AS (INSERT INTO mail.provider_connections (customer_id, status, tenant_id, started_by, connected_at)
+		VALUES (5, 'connected', 'contoso.onmicrosoft.com', 1, now())),
+		c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
 		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
 		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails)
 		SELECT 5, channel_id, 'inbox', true FROM c RETURNING channel_id, folder_id`).Scan(&channelID, &folderID); err != nil {

@@ -14,11 +14,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
+	"supportplatform.dev/services/mail/internal/entra"
 	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/httpapi"
 	"supportplatform.dev/services/mail/internal/mail"
@@ -32,6 +34,9 @@ type Config struct {
 	HTTPAddr      string        `env:"HTTP_ADDR" default:"127.0.0.1:8085" desc:"listen address of mailingest"`
 	PublicBaseURL string        `env:"PUBLIC_BASE_URL" default:"" desc:"public HTTPS address of the backend; notifications go to it followed by /api/providerwebhook (required)"`
 	Lifetime      time.Duration `env:"MAIL_SUBSCRIPTION_LIFETIME" default:"70h" desc:"lifetime asked for a provider subscription (Graph allows at most 4,230 minutes for messages; the expiry Graph returns is stored)"`
+	LoginURL      string        `env:"GRAPH_LOGIN_URL" default:"https://login.microsoftonline.com" desc:"Microsoft identity platform root for connecting tenants (sign-in, keys, admin consent); id_token issuers are {GRAPH_LOGIN_URL}/{tid}/v2.0"`
+	RedirectURI   string        `env:"GRAPH_REDIRECT_URI" default:"" desc:"redirect URI registered on the Entra app for connecting tenants; empty = PUBLIC_BASE_URL followed by /api/ProviderConnections/callback"`
+	StateLifetime time.Duration `env:"CONNECT_STATE_LIFETIME" default:"10m" desc:"how long a tenant connection's sign-in or consent state is accepted back"`
 	graph.Settings
 	config.Common
 }
@@ -44,7 +49,18 @@ func (c Config) check() error {
 	if c.Lifetime < time.Hour {
 		return errors.New("config: MAIL_SUBSCRIPTION_LIFETIME must be at least an hour")
 	}
+	if c.StateLifetime < time.Minute || c.StateLifetime > time.Hour {
+		return errors.New("config: CONNECT_STATE_LIFETIME must be between 1m and 1h")
+	}
 	return nil
+}
+
+// redirectURI is where Microsoft sends the browser back to.
+func (c Config) redirectURI() string {
+	if c.RedirectURI != "" {
+		return c.RedirectURI
+	}
+	return strings.TrimRight(c.PublicBaseURL, "/") + "/api/ProviderConnections/callback"
 }
 
 func main() { boot.Main("mailingest", run) }
@@ -96,10 +112,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// Parked notifications are looked up again until shutdown.
 	deps.Go(notifier.Run)
 
+	var identity mail.IdentityPlatform
+	if cfg.Configured() {
+		id, err := entra.New(entra.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, LoginURL: cfg.LoginURL,
+			RedirectURI: cfg.redirectURI(), HTTPClient: &http.Client{Timeout: graph.DefaultTimeout}, Now: deps.Now})
+		if err != nil {
+			return fmt.Errorf("identity platform: %w", err)
+		}
+		identity = id
+	}
+	connections := mail.NewConnectionService(store, identity, cfg.StateLifetime, deps.Now, deps.Log)
+	if n, err := store.SuspendedChannels(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		deps.Log.Warn("microsoft365 channels are switched off until their tenant is connected (mail.channel_suspensions)", "channels", n)
+	}
+
 	if err := rpc.Serve(deps.Bus, channels); err != nil {
 		return err
 	}
-	httpapi.New(channels, subs, notifier, deps.Server).
+	httpapi.New(channels, subs, notifier, connections, deps.Server).
 		Routes(deps.Server.Engine, deps.Auth(), authn.RequireRole(authn.RoleAdmin, deps.Server.Fail))
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -23,7 +23,7 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "mailingest", run, "mail",
-		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channel_suspensions", "channels", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{}, // no PUBLIC_BASE_URL
 		map[string]string{"PUBLIC_BASE_URL": "support.example"}, // not absolute
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "MAIL_SUBSCRIPTION_LIFETIME": "10m"},
@@ -47,13 +47,13 @@ func TestContractCoversEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := func(*gin.Context) {}
-	httpapi.New(nil, nil, nil, srv).Routes(srv.Engine, pass, pass)
+	httpapi.New(nil, nil, nil, nil, srv).Routes(srv.Engine, pass, pass)
 	served := httpserver.RouteKeys(srv.Engine)
-	undocumented, unserved := doc.CompareRoutes(served, "/api/Channels", "/api/ProviderWebhook")
+	undocumented, unserved := doc.CompareRoutes(served, "/api/Channels", "/api/ProviderWebhook", "/api/ProviderConnections")
 	if len(undocumented) > 0 || len(unserved) > 0 {
 		t.Fatalf("served but not in gateway/openapi.yaml: %v; documented but not served: %v", undocumented, unserved)
 	}
-	if len(served) != 14 {
+	if len(served) != 19 {
 		t.Errorf("%d routes served", len(served))
 	}
 }

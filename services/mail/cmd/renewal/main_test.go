@@ -93,7 +93,9 @@ func TestServeHealthAndMetricsThenStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `WITH c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
+	if _, err := conn.Exec(ctx, `WITH p AS (INSERT INTO mail.provider_connections (customer_id, status, tenant_id, started_by, connected_at)
+		VALUES (5, 'connected', 'contoso.onmicrosoft.com', 1, now())),
+		c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
 		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
 		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails, provider_subscription_id,
 		provider_subscription_expiration, client_state) SELECT 5, channel_id, 'inbox', true, 'sub-1', now() + interval '10 minutes', 'secret' FROM c`); err != nil {
@@ -175,7 +177,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "renewal", run, "mail",
-		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channel_suspensions", "channels", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{}, // no PUBLIC_BASE_URL
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "RENEWAL_WINDOW": "100h"})
 }

@@ -33,15 +33,16 @@ type Channels interface {
 
 // Handlers serve the mailingest routes.
 type Handlers struct {
-	channels Channels
-	toggles  Toggles
-	webhook  Webhook
-	s        *httpserver.Server
+	channels    Channels
+	toggles     Toggles
+	webhook     Webhook
+	connections Connections
+	s           *httpserver.Server
 }
 
 // New returns the handlers.
-func New(channels Channels, toggles Toggles, webhook Webhook, s *httpserver.Server) *Handlers {
-	return &Handlers{channels: channels, toggles: toggles, webhook: webhook, s: s}
+func New(channels Channels, toggles Toggles, webhook Webhook, connections Connections, s *httpserver.Server) *Handlers {
+	return &Handlers{channels: channels, toggles: toggles, webhook: webhook, connections: connections, s: s}
 }
 
 // ids reads the caller's customer and the path ids named (in order).

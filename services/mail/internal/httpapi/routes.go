@@ -12,10 +12,17 @@ func (h *Handlers) Routes(e *gin.Engine, requireToken, requireAdmin gin.HandlerF
 	// The spec writes both spellings; matching is case-insensitive anyway.
 	e.GET("/api/ProviderWebhook", h.s.Handle(h.webhookValidate))
 	e.POST("/api/ProviderWebhook", h.s.Handle(h.webhookNotify))
+	// Microsoft's redirect after the admin's sign-in and consent: the
+	// browser brings no platform token; the single-use state binds it.
+	e.GET("/api/ProviderConnections/callback", h.s.Handle(h.connectionCallback))
 
 	admin := e.Group("", requireToken, requireAdmin)
 	admin.POST("/api/ProviderWebhook/subscribe/:id", h.s.Handle(h.subscribe))
 	admin.POST("/api/ProviderWebhook/unsubscribe/:id", h.s.Handle(h.unsubscribe))
+	admin.POST("/api/ProviderConnections", h.s.Handle(h.startConnection))
+	admin.GET("/api/ProviderConnections", h.s.Handle(h.listConnections))
+	admin.GET("/api/ProviderConnections/:id", h.s.Handle(h.getConnection))
+	admin.DELETE("/api/ProviderConnections/:id", h.s.Handle(h.deleteConnection))
 
 	read := e.Group("", requireToken)
 	read.GET("/api/Channels", h.s.Handle(h.listChannels))

@@ -53,7 +53,7 @@ func newServer(t testing.TB, wh httpapi.Webhook) http.Handler {
 		t.Fatal(err)
 	}
 	deny := func(c *gin.Context) { s.Fail(c, apperr.E(apperr.Unauthorized, "no token")) }
-	httpapi.New(nil, nil, wh, s).Routes(s.Engine, deny, deny)
+	httpapi.New(nil, nil, wh, nil, s).Routes(s.Engine, deny, deny)
 	return s.Handler()
 }
 

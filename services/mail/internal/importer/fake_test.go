@@ -26,6 +26,7 @@ import (
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/queue"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 // fakeGraph is one folder of one mailbox behind the importer's Graph
@@ -224,6 +225,7 @@ func (e *env) folder(t *testing.T) importer.Target {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seed.ConnectTenant(t, e.pool, 1, in.ProviderTenantID)
 	c, err := e.store.CreateChannel(ctx, 1, in)
 	if err != nil {
 		t.Fatal(err)

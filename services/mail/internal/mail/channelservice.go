@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/paging"
 )
 
@@ -23,6 +24,8 @@ type ChannelStore interface {
 	CreateFolder(ctx context.Context, customerID, channelID int64, in FolderInput) (Folder, error)
 	UpdateFolder(ctx context.Context, customerID, channelID, folderID int64, in FolderInput) (Folder, error)
 	DeleteFolder(ctx context.Context, customerID, channelID, folderID int64) error
+	// TenantConnected reports whether tenantID is connected to the customer.
+	TenantConnected(ctx context.Context, customerID int64, tenantID string) (bool, error)
 }
 
 // ChannelSyncer brings a channel's provider subscriptions in line with its
@@ -71,6 +74,9 @@ func (s *ChannelService) CreateChannel(ctx context.Context, customerID int64, in
 	if err != nil {
 		return Channel{}, err
 	}
+	if err := s.checkTenant(ctx, customerID, in); err != nil {
+		return Channel{}, err
+	}
 	c, err := s.store.CreateChannel(ctx, customerID, in)
 	if err == nil && c.Subscribable() {
 		s.synced(ctx, customerID, c.ID)
@@ -82,6 +88,9 @@ func (s *ChannelService) CreateChannel(ctx context.Context, customerID int64, in
 func (s *ChannelService) UpdateChannel(ctx context.Context, customerID, id int64, in ChannelInput) (Channel, error) {
 	in, err := in.Normalize(false)
 	if err != nil {
+		return Channel{}, err
+	}
+	if err := s.checkTenant(ctx, customerID, in); err != nil {
 		return Channel{}, err
 	}
 	c, err := s.store.UpdateChannel(ctx, customerID, id, in)
@@ -99,6 +108,24 @@ func (s *ChannelService) DeleteChannel(ctx context.Context, customerID, id int64
 		s.synced(ctx, customerID, c.ID)
 	}
 	return err
+}
+
+// checkTenant refuses a microsoft365 channel whose tenant is not connected
+// to the customer (issue 22: a tenant is the customer's only once its
+// Microsoft admin signed in and consented through /api/ProviderConnections).
+func (s *ChannelService) checkTenant(ctx context.Context, customerID int64, in ChannelInput) error {
+	if in.Provider != ProviderMicrosoft365 {
+		return nil
+	}
+	ok, err := s.store.TenantConnected(ctx, customerID, in.ProviderTenantID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apperr.Field("providerTenantID", "must be the tenant id of a Microsoft 365 tenant connected to your customer (see /api/ProviderConnections)",
+			"the Microsoft 365 tenant is not connected to your customer")
+	}
+	return nil
 }
 
 // ListFolders pages through a channel's folders.

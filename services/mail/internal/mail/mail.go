@@ -12,7 +12,10 @@
 // retired_subscriptions table), so no change waits on the provider.
 package mail
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Channel kinds.
 const (
@@ -44,12 +47,31 @@ type Channel struct {
 	AutoRetrieveEmails bool
 	IsDeleted          bool
 	CreatedAt          time.Time
+	// TenantConnected: ProviderTenantID is connected to the channel's
+	// customer (read with the channel). No Graph call is made for a
+	// channel without it.
+	TenantConnected bool
 }
 
 // Subscribable reports whether the channel's folders may have provider
-// subscriptions at all.
+// subscriptions at all: a live microsoft365 e-mail channel whose tenant is
+// connected to its customer.
 func (c Channel) Subscribable() bool {
-	return !c.IsDeleted && c.Kind == KindEmail && c.Provider == ProviderMicrosoft365 && c.EmailAddress != ""
+	return !c.IsDeleted && c.Kind == KindEmail && c.Provider == ProviderMicrosoft365 && c.EmailAddress != "" && c.TenantConnected
+}
+
+// ErrTenantNotConnected is the refusal to take a Graph token for a channel
+// whose tenant is not connected to its customer.
+var ErrTenantNotConnected = errors.New("the channel's Microsoft 365 tenant is not connected to its customer")
+
+// GraphTenant is the Entra tenant to take an app-only token for on the
+// channel's behalf: its tenant, and only while that tenant is connected to
+// the channel's customer. Every Graph path chooses the tenant here.
+func (c Channel) GraphTenant() (string, error) {
+	if c.Provider != ProviderMicrosoft365 || c.ProviderTenantID == "" || !c.TenantConnected {
+		return "", ErrTenantNotConnected
+	}
+	return c.ProviderTenantID, nil
 }
 
 // Folder is a provider mail folder of an e-mail channel.

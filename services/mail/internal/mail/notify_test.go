@@ -26,6 +26,7 @@ import (
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/queue"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 // nt0 starts a coalescing bucket.
@@ -126,9 +127,22 @@ func (e *notifyEnv) notifier(t *testing.T, q mail.ImportQueue, o mail.NotifierOp
 // and stores a subscription on the folder.
 func (e *notifyEnv) folder(t *testing.T, customerID int64, address, externalID string, channelOn, folderOn bool, subID, clientState string) mail.Folder {
 	t.Helper()
+	return e.providerFolder(t, mail.ProviderMicrosoft365, customerID, address, externalID, channelOn, folderOn, subID, clientState)
+}
+
+// providerFolder is folder with the channel's provider: a mailbox is
+// unique among the live microsoft365 channels of all customers, so a second
+// customer's channel on it has no provider (as the upgrade leaves them).
+func (e *notifyEnv) providerFolder(t *testing.T, provider string, customerID int64, address, externalID string, channelOn, folderOn bool, subID, clientState string) mail.Folder {
+	t.Helper()
 	ctx := context.Background()
-	in, err := mail.ChannelInput{Name: "Support", Kind: mail.KindEmail, EmailAddress: address, Provider: mail.ProviderMicrosoft365,
-		ProviderTenantID: "contoso.onmicrosoft.com", AutoRetrieveEmails: channelOn,
+	tenant := ""
+	if provider == mail.ProviderMicrosoft365 {
+		tenant = fmt.Sprintf("c%d.contoso.onmicrosoft.com", customerID)
+		seed.ConnectTenant(t, e.pool, customerID, tenant)
+	}
+	in, err := mail.ChannelInput{Name: "Support", Kind: mail.KindEmail, EmailAddress: address, Provider: provider,
+		ProviderTenantID: tenant, AutoRetrieveEmails: channelOn,
 		Folders: []mail.FolderInput{{ExternalFolderID: externalID, DisplayName: externalID, AutoRetrieveEmails: folderOn}}}.Normalize(true)
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +413,7 @@ func TestNotifyResourceFallback(t *testing.T) {
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{})
 	a := e.folder(t, 1, "shared@contoso.com", "AAMk=", true, true, "sub-a", "state-a")
-	b := e.folder(t, 2, "shared@contoso.com", "AAMk=", true, true, "sub-b", "state-b")
+	b := e.providerFolder(t, mail.ProviderNone, 2, "shared@contoso.com", "AAMk=", true, true, "sub-b", "state-b")
 	tests := []struct {
 		name     string
 		resource string

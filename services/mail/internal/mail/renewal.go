@@ -171,8 +171,9 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 // notification of the new subscription that beats its stored id is still
 // recognised, which a fresh secret written under this lock would not be.
 func (s *SubscriptionService) renew(ctx context.Context, lf LockedFolder, now time.Time) (FolderUpdate, string) {
-	f, tenant := lf.Folder, lf.Channel.ProviderTenantID
-	if !shouldSubscribe(lf.Target) {
+	f := lf.Folder
+	tenant, err := lf.Channel.GraphTenant()
+	if err != nil || !shouldSubscribe(lf.Target) {
 		return FolderUpdate{Retire: true}, ""
 	}
 	if until, blocked := s.throttle.blocked(tenant, now); blocked {

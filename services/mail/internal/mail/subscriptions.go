@@ -345,7 +345,10 @@ func errThrottled(until time.Time) error {
 // that died before storing it): ours (same resource and notification URL)
 // are deleted and the create is tried once more.
 func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, now time.Time) (ProviderSubscription, error) {
-	tenant := t.Channel.ProviderTenantID
+	tenant, err := t.Channel.GraphTenant()
+	if err != nil {
+		return ProviderSubscription{}, err
+	}
 	req := NewProviderSubscription{Mailbox: t.Channel.EmailAddress, FolderID: t.Folder.ExternalFolderID,
 		NotificationURL: s.notifyURL, LifecycleNotificationURL: s.notifyURL, ClientState: clientState,
 		Expiration: now.Add(s.lifetime)}
@@ -512,6 +515,9 @@ func (s *SubscriptionService) sync(ctx context.Context, customerID, channelID in
 		switch {
 		case c.Provider != ProviderMicrosoft365 || c.Kind != KindEmail:
 			out = append(out, activeOutcome(f, OutcomeSkipped))
+		case !c.TenantConnected && !c.IsDeleted && c.AutoRetrieveEmails && f.AutoRetrieveEmails:
+			// Wants mail, but no token is taken for its tenant: say why.
+			out = append(out, failedOutcome(f, ErrTenantNotConnected))
 		case !shouldSubscribe(Target{Folder: f, Channel: c}):
 			out = append(out, activeOutcome(f, OutcomeNone))
 		default:

@@ -22,6 +22,7 @@ import (
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 // The service tests run on the real store and PostgreSQL with a fake
@@ -251,6 +252,9 @@ func (e *env) channel(t *testing.T, customerID int64, in mail.ChannelInput, fold
 		in.Folders = append(in.Folders, mail.FolderInput{ExternalFolderID: f, DisplayName: f, AutoRetrieveEmails: in.AutoRetrieveEmails})
 	}
 	ctx := context.Background()
+	if in.Provider == mail.ProviderMicrosoft365 {
+		seed.ConnectTenant(t, e.pool, customerID, in.ProviderTenantID)
+	}
 	c, err := e.store.CreateChannel(ctx, customerID, in)
 	if err != nil {
 		t.Fatal(err)

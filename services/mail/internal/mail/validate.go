@@ -67,6 +67,9 @@ func (in ChannelInput) Normalize(create bool) (ChannelInput, error) {
 		v.Add("providerTenantID", "is required for microsoft365: the customer's Entra tenant id or domain")
 	case in.ProviderTenantID != "" && (len(in.ProviderTenantID) > MaxTenantIDLen || !tenantIDPattern.MatchString(in.ProviderTenantID)):
 		v.Add("providerTenantID", "must be an Entra tenant id (a GUID) or domain name")
+	case in.Provider == ProviderMicrosoft365:
+		// Connections record tenants by their lower-case GUID.
+		in.ProviderTenantID = strings.ToLower(in.ProviderTenantID)
 	}
 	if in.AutoRetrieveEmails && in.Kind != "" && in.Kind != KindEmail {
 		v.Add("autoRetrieveEmails", "only an e-mail channel retrieves mail")

@@ -14,12 +14,21 @@ import (
 )
 
 const channelCols = `channel_id, customer_id, name, kind, coalesce(email_address, ''), provider, provider_tenant_id,
-	auto_retrieve_emails, is_deleted, created_at`
+	auto_retrieve_emails, is_deleted, created_at, ` + channelTenantConnected
+
+// channelTenantConnected is true when the channel (of FROM channels) names
+// a tenant connected to its customer: mail.Channel.TenantConnected.
+const channelTenantConnected = `EXISTS (SELECT 1 FROM provider_connections pc WHERE pc.customer_id = channels.customer_id
+	AND pc.tenant_id = channels.provider_tenant_id AND pc.status = 'connected')`
+
+// tenantConnected is channelTenantConnected over channels c.
+const tenantConnected = `EXISTS (SELECT 1 FROM provider_connections pc WHERE pc.customer_id = c.customer_id
+	AND pc.tenant_id = c.provider_tenant_id AND pc.status = 'connected')`
 
 func scanChannel(row pgx.Row) (mail.Channel, error) {
 	var c mail.Channel
 	err := row.Scan(&c.ID, &c.CustomerID, &c.Name, &c.Kind, &c.EmailAddress, &c.Provider, &c.ProviderTenantID,
-		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt)
+		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &c.TenantConnected)
 	return c, err
 }
 
@@ -33,6 +42,10 @@ func nullText(s string) *string {
 // channelError turns the one-mailbox-per-customer violation into a 409 on
 // emailAddress.
 func channelError(err error) error {
+	if postgres.UniqueViolation(err, "channels_m365_mailbox_key") {
+		return &apperr.Error{Code: apperr.Conflict, Message: "this mailbox is already connected by a live Microsoft 365 channel of another customer",
+			Fields: map[string]string{"emailAddress": "is already used by a live microsoft365 channel"}, Err: err}
+	}
 	if postgres.UniqueViolation(err, "channels_email_key") {
 		return &apperr.Error{Code: apperr.Conflict, Message: "another channel of yours already uses this e-mail address",
 			Fields: map[string]string{"emailAddress": "is already used by another live channel"}, Err: err}

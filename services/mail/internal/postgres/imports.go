@@ -25,7 +25,10 @@ const importSource = `coalesce(c.email_address, '') || '/' || f.external_folder_
 // the folders that where (over f and c; args from $1) matches. A delta link
 // made for another mailbox or provider folder is not returned.
 func importTargetSQL(where string) string {
-	return `SELECT f.customer_id, f.channel_id, f.folder_id, coalesce(c.email_address, ''), c.provider_tenant_id,
+	// The tenant is chosen here: only one connected to the folder's
+	// customer, else none (Graph is not called; the folder is not importable).
+	return `SELECT f.customer_id, f.channel_id, f.folder_id, coalesce(c.email_address, ''),
+		CASE WHEN ` + tenantConnected + ` THEN c.provider_tenant_id ELSE '' END,
 		f.external_folder_id, ` + subscribable + `,
 		CASE WHEN f.delta_link_source = ` + importSource + ` THEN coalesce(f.delta_link, '') ELSE '' END,
 		f.import_requests, ` + importSource + `

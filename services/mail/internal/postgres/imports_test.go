@@ -23,7 +23,7 @@ func TestImportTargetScopeAndImportable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := importer.Target{CustomerID: 1, ChannelID: c.ID, FolderID: fs[1].ID, Mailbox: "support@contoso.com",
-		TenantID: "contoso.onmicrosoft.com", ExternalFolderID: "AAMkAD-Archive", Importable: true}
+		TenantID: "c1.contoso.onmicrosoft.com", ExternalFolderID: "AAMkAD-Archive", Importable: true}
 	if got != want {
 		t.Fatalf("target %+v, want %+v", got, want)
 	}

@@ -33,7 +33,7 @@ func scanTarget(row pgx.Row) (mail.Target, error) {
 		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt,
 		&t.ClientState,
 		&c.ID, &c.CustomerID, &c.Name, &c.Kind, &c.EmailAddress, &c.Provider, &c.ProviderTenantID,
-		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt)
+		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &c.TenantConnected)
 	for _, tm := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt} {
 		if tm != nil {
 			*tm = tm.UTC()

@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 var clock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -19,7 +22,20 @@ var clock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
-	return postgres.New(pool, func() time.Time { return clock }), pool
+	s := postgres.New(pool, func() time.Time { return clock })
+	remember(s, pool)
+	return s, pool
+}
+
+// pools are the stores' pools, for seeding the tenant connections their
+// channels need (seed.ConnectTenant).
+var pools sync.Map
+
+func remember(s *postgres.Store, pool *pgxpool.Pool) { pools.Store(s, pool) }
+
+func poolOf(s *postgres.Store) *pgxpool.Pool {
+	p, _ := pools.Load(s)
+	return p.(*pgxpool.Pool)
 }
 
 // mustMailChannel creates a microsoft365 channel of the customer with the
@@ -28,7 +44,31 @@ func mustMailChannel(t *testing.T, s *postgres.Store, customerID int64, address 
 	t.Helper()
 	ctx := context.Background()
 	in := mail.ChannelInput{Name: "Support " + address, Kind: mail.KindEmail, EmailAddress: address,
-		Provider: mail.ProviderMicrosoft365, ProviderTenantID: "contoso.onmicrosoft.com", AutoRetrieveEmails: on}
+		Provider: mail.ProviderMicrosoft365, ProviderTenantID: fmt.Sprintf("c%d.contoso.onmicrosoft.com", customerID), AutoRetrieveEmails: on}
+	for _, f := range folders {
+		in.Folders = append(in.Folders, mail.FolderInput{ExternalFolderID: f, DisplayName: f, AutoRetrieveEmails: on})
+	}
+	in, err := in.Normalize(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed.ConnectTenant(t, poolOf(s), customerID, in.ProviderTenantID)
+	c, err := s.CreateChannel(ctx, customerID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := s.AllFolders(ctx, customerID, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, fs
+}
+
+// mustPlainChannel creates an e-mail channel without provider.
+func mustPlainChannel(t *testing.T, s *postgres.Store, customerID int64, address string, on bool, folders ...string) (mail.Channel, []mail.Folder) {
+	t.Helper()
+	ctx := context.Background()
+	in := mail.ChannelInput{Name: "Plain " + address, Kind: mail.KindEmail, EmailAddress: address, AutoRetrieveEmails: on}
 	for _, f := range folders {
 		in.Folders = append(in.Folders, mail.FolderInput{ExternalFolderID: f, DisplayName: f, AutoRetrieveEmails: on})
 	}
@@ -139,8 +179,10 @@ func TestTargetsByMailbox(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := context.Background()
 	_, a := mustMailChannel(t, s, 1, "shared@contoso.com", true, "inbox", "AAMk=")
-	_, b := mustMailChannel(t, s, 2, "shared@contoso.com", false, "inbox")
-	deleted, _ := mustMailChannel(t, s, 3, "shared@contoso.com", true, "inbox")
+	// A mailbox is unique among live microsoft365 channels of all
+	// customers: other customers' channels on it have no provider.
+	_, b := mustPlainChannel(t, s, 2, "shared@contoso.com", false, "inbox")
+	deleted, _ := mustPlainChannel(t, s, 3, "shared@contoso.com", true, "inbox")
 	if _, err := s.DeleteChannel(ctx, 3, deleted.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,14 @@ const lockedCols = `f.folder_id, f.customer_id, f.channel_id, f.external_folder_
 	coalesce(f.provider_subscription_id, ''), f.provider_subscription_expiration, f.last_notification_at, f.last_import_at, f.created_at,
 	c.channel_id, c.customer_id, c.name, c.kind, coalesce(c.email_address, ''), c.provider, c.provider_tenant_id,
 	c.auto_retrieve_emails, c.is_deleted, c.created_at,
-	coalesce(f.client_state, ''), f.renew_requested_at`
+	coalesce(f.client_state, ''), f.renew_requested_at, ` + tenantConnected
 
 const lockedFrom = ` FROM channel_folders f JOIN channels c ON c.channel_id = f.channel_id `
 
 // subscribable is the SQL of mail.Channel.Subscribable with both switches
 // on: the folder should have a subscription.
 const subscribable = `(f.auto_retrieve_emails AND c.auto_retrieve_emails AND NOT c.is_deleted AND c.kind = 'email'
-	AND c.provider = 'microsoft365' AND c.email_address IS NOT NULL)`
+	AND c.provider = 'microsoft365' AND c.email_address IS NOT NULL AND ` + tenantConnected + `)`
 
 func scanLocked(row pgx.Row) (mail.LockedFolder, error) {
 	var lf mail.LockedFolder
@@ -36,7 +36,7 @@ func scanLocked(row pgx.Row) (mail.LockedFolder, error) {
 	err := row.Scan(&f.ID, &f.CustomerID, &f.ChannelID, &f.ExternalFolderID, &f.DisplayName, &f.AutoRetrieveEmails,
 		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt,
 		&c.ID, &c.CustomerID, &c.Name, &c.Kind, &c.EmailAddress, &c.Provider, &c.ProviderTenantID,
-		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &lf.ClientState, &lf.RenewRequestedAt)
+		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &lf.ClientState, &lf.RenewRequestedAt, &c.TenantConnected)
 	for _, t := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt, lf.RenewRequestedAt} {
 		if t != nil {
 			*t = t.UTC()
@@ -248,6 +248,10 @@ func (s *Store) ClaimRetired(ctx context.Context, customerID int64, now time.Tim
 			FROM retired_subscriptions
 			WHERE ($1::bigint = 0 OR customer_id = $1) AND (attempts = 0 OR next_attempt_at <= $2)
 			  AND NOT (provider_tenant_id = ANY($3)) AND NOT (provider_subscription_id = ANY($4))
+			  -- A token is taken only for a tenant connected to the row's
+			  -- customer; the others' subscriptions expire at Graph.
+			  AND EXISTS (SELECT 1 FROM provider_connections pc WHERE pc.customer_id = retired_subscriptions.customer_id
+			    AND pc.tenant_id = retired_subscriptions.provider_tenant_id AND pc.status = 'connected')
 			ORDER BY attempts, next_attempt_at, provider_subscription_id
 			FOR UPDATE SKIP LOCKED LIMIT 1`, customerID, now, nonNil(skip.Tenants), nonNil(skip.Retired)).
 			Scan(&r.ID, &r.CustomerID, &r.TenantID, &r.Attempts, &r.LastError)

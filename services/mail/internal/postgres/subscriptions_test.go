@@ -16,6 +16,7 @@ import (
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 var subClock = time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -28,7 +29,9 @@ func subStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return postgres.New(pool, func() time.Time { return subClock }), pool
+	s := postgres.New(pool, func() time.Time { return subClock })
+	remember(s, pool)
+	return s, pool
 }
 
 func subChannel(t *testing.T, s *postgres.Store, customerID int64, email, provider, tenant string, on bool, folders ...string) (mail.Channel, []mail.Folder) {
@@ -38,6 +41,9 @@ func subChannel(t *testing.T, s *postgres.Store, customerID int64, email, provid
 		in.Folders = append(in.Folders, mail.FolderInput{ExternalFolderID: f, AutoRetrieveEmails: on})
 	}
 	ctx := context.Background()
+	if provider == mail.ProviderMicrosoft365 {
+		seed.ConnectTenant(t, poolOf(s), customerID, tenant)
+	}
 	c, err := s.CreateChannel(ctx, customerID, in)
 	if err != nil {
 		t.Fatal(err)

@@ -309,6 +309,8 @@ func eligibility(ch mail.Channel, found bool, data contracts.ReplySent) (status,
 		return StatusSkipped, "the channel is deleted"
 	case ch.Provider != mail.ProviderMicrosoft365 || ch.EmailAddress == "":
 		return StatusSkipped, "the channel has no mail provider"
+	case !ch.TenantConnected:
+		return StatusFailed, mail.ErrTenantNotConnected.Error()
 	case data.ReplyToProviderID == "" && strings.TrimSpace(data.To.Address) == "":
 		return StatusFailed, "the end user has no e-mail address"
 	}
@@ -358,13 +360,17 @@ func (h *Handler) attempt(ctx context.Context, log *slog.Logger, r Reply, ch mai
 // send replies to the end user's mail when there is one and Graph still
 // has it, else sends a new mail.
 func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.Channel, data contracts.ReplySent) (string, error) {
+	tenant, err := ch.GraphTenant()
+	if err != nil {
+		return "", err
+	}
 	m := graph.OutgoingMail{
 		Subject: Subject(data.Subject, r.TicketID),
 		Text:    data.Text,
 		Headers: map[string]string{HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
 	}
 	if data.ReplyToProviderID != "" {
-		err := h.sender.Reply(ctx, ch.ProviderTenantID, ch.EmailAddress, data.ReplyToProviderID, m)
+		err := h.sender.Reply(ctx, tenant, ch.EmailAddress, data.ReplyToProviderID, m)
 		if !graph.IsNotFound(err) {
 			return MethodReply, err
 		}
@@ -374,7 +380,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 		log.InfoContext(ctx, "the end user's mail is gone from the mailbox; sending a new mail", "providerID", data.ReplyToProviderID)
 	}
 	m.To = []graph.Address{{Name: data.To.Name, Address: strings.TrimSpace(data.To.Address)}}
-	return MethodSendMail, h.sender.SendMail(ctx, ch.ProviderTenantID, ch.EmailAddress, m)
+	return MethodSendMail, h.sender.SendMail(ctx, tenant, ch.EmailAddress, m)
 }
 
 // delay is the wait before the redelivery after delivery n (from 1): the

@@ -19,6 +19,7 @@ import (
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/replier"
+	"supportplatform.dev/services/mail/internal/seed"
 )
 
 // sent is one call the fake sender received.
@@ -85,6 +86,7 @@ func newEnv(t *testing.T) *env {
 	clock := clocktest.New(start)
 	e := &env{store: postgres.New(pool, clock.Now), pool: pool, clock: clock, channels: map[string]mail.Channel{}}
 	ctx := context.Background()
+	seed.ConnectTenant(t, pool, customer, "contoso.onmicrosoft.com")
 	for name, in := range map[string]mail.ChannelInput{
 		"mail": {Name: "Support", Kind: mail.KindEmail, EmailAddress: "support@contoso.com", Provider: mail.ProviderMicrosoft365,
 			ProviderTenantID: "contoso.onmicrosoft.com"},
@@ -389,6 +391,27 @@ func TestNotSentByMail(t *testing.T) {
 	evs := e.events(t)
 	if len(evs) != 1 || evs[0].Type != contracts.EventReplyFailed || evs[0].Data.MessageID != 504 {
 		t.Fatalf("events %+v", evs)
+	}
+}
+
+// Issue 22, item 7: no Graph token is taken for a channel whose tenant is
+// not connected to its customer (here: disconnected after the channel was
+// made); the reply fails without a call.
+func TestTenantNotConnectedSendsNothing(t *testing.T) {
+	e := newEnv(t)
+	s := &fakeSender{}
+	if _, err := e.pool.Exec(context.Background(), `DELETE FROM provider_connections`); err != nil {
+		t.Fatal(err)
+	}
+	res := handle(t, e.handler(s), e.event("mail", 600, nil), 1, false)
+	if res.Outcome != replier.OutcomeFailed {
+		t.Fatalf("%+v", res)
+	}
+	if rec := e.record(t, 600); rec.Status != replier.StatusFailed || !strings.Contains(rec.LastError, "not connected") {
+		t.Fatalf("record %+v", rec)
+	}
+	if calls := s.sent(); len(calls) != 0 {
+		t.Fatalf("sent %+v", calls)
 	}
 }
 

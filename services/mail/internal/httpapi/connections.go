@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/httpcrud"
+	"supportplatform.dev/pkg/httpserver"
+	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/services/mail/internal/mail"
+)
+
+// Connections is what the ProviderConnections API calls of the domain.
+type Connections interface {
+	StartConnection(ctx context.Context, customerID, accountID int64, in mail.ConnectionInput) (mail.StartedConnection, error)
+	ListConnections(ctx context.Context, customerID int64, p paging.Page) ([]mail.Connection, int, error)
+	Connection(ctx context.Context, customerID, id int64) (mail.Connection, error)
+	DeleteConnection(ctx context.Context, customerID, id int64) error
+	Callback(ctx context.Context, in mail.CallbackInput) (mail.CallbackResult, error)
+}
+
+type connectionRequest struct {
+	Provider  *string `json:"provider"`
+	LoginHint *string `json:"loginHint"`
+}
+
+type connectionResponse struct {
+	ConnectionID     int64      `json:"connectionID"`
+	CustomerID       int64      `json:"customerID"`
+	Provider         string     `json:"provider"`
+	Status           string     `json:"status"`
+	ProviderTenantID *string    `json:"providerTenantID"`
+	SignedInAs       *string    `json:"signedInAs"`
+	LastError        *string    `json:"lastError"`
+	DateCreated      time.Time  `json:"dateCreated"`
+	DateConnected    *time.Time `json:"dateConnected"`
+	// AuthorizationURL is set in the answer of a start only.
+	AuthorizationURL string `json:"authorizationUrl,omitempty"`
+}
+
+func toConnection(c mail.Connection) connectionResponse {
+	return connectionResponse{ConnectionID: c.ID, CustomerID: c.CustomerID, Provider: c.Provider, Status: c.Status,
+		ProviderTenantID: orNull(c.TenantID), SignedInAs: orNull(c.SignedInAs), LastError: orNull(c.LastError),
+		DateCreated: c.CreatedAt.UTC(), DateConnected: utc(c.ConnectedAt)}
+}
+
+func (h *Handlers) startConnection(c *gin.Context) error {
+	p, err := authn.Must(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	var req connectionRequest
+	if c.Request.ContentLength != 0 {
+		if err := httpserver.BindJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	var in mail.ConnectionInput
+	if req.Provider != nil {
+		in.Provider = *req.Provider
+	}
+	if req.LoginHint != nil {
+		in.LoginHint = *req.LoginHint
+	}
+	started, err := h.connections.StartConnection(c.Request.Context(), p.CustomerID, p.AccountID, in)
+	if err != nil {
+		return err
+	}
+	body := toConnection(started.Connection)
+	body.AuthorizationURL = started.AuthorizationURL
+	c.Header("Cache-Control", "no-store")
+	httpcrud.Created(c, "/api/ProviderConnections", started.ID, body)
+	return nil
+}
+
+func (h *Handlers) listConnections(c *gin.Context) error {
+	return httpcrud.ListPage(c, httpcrud.NoFilter, httpcrud.Unfiltered(h.connections.ListConnections), toConnection)
+}
+
+func (h *Handlers) getConnection(c *gin.Context) error {
+	return httpcrud.GetOne(c, h.connections.Connection, toConnection)
+}
+
+func (h *Handlers) deleteConnection(c *gin.Context) error {
+	return httpcrud.DeleteOne(c, h.connections.DeleteConnection)
+}
+
+// connectionCallback is the redirect URI registered on the app: the
+// browser comes back from Microsoft with the sign-in's or the consent's
+// answer, without a platform token. The sign-in's answer is redirected on
+// to admin consent; the consent's ends with the connected connection (200)
+// and every failure with a problem.
+func (h *Handlers) connectionCallback(c *gin.Context) error {
+	// The URL carries a code and a state: keep it out of caches and out of
+	// the Referer of whatever the browser loads next.
+	c.Header("Cache-Control", "no-store")
+	c.Header("Referrer-Policy", "no-referrer")
+	q := c.Request.URL.Query()
+	res, err := h.connections.Callback(c.Request.Context(), mail.CallbackInput{
+		Code: q.Get("code"), State: q.Get("state"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
+		Tenant: q.Get("tenant"), AdminConsent: q.Get("admin_consent"), Scope: q.Get("scope")})
+	if err != nil {
+		return err
+	}
+	if res.Redirect != "" {
+		// Without a body: the browser follows the Location.
+		c.Header("Location", res.Redirect)
+		c.Status(http.StatusFound)
+		return nil
+	}
+	c.JSON(http.StatusOK, toConnection(*res.Connection))
+	return nil
+}
