@@ -41,6 +41,8 @@ type Config struct {
 	FeedbackLimitPerToken   int           `env:"FEEDBACK_LIMIT_PER_TOKEN" default:"30" desc:"votes through one ticket token's feedback link per FEEDBACK_LIMIT_WINDOW before 429"`
 	FeedbackLimitPerIP      int           `env:"FEEDBACK_LIMIT_PER_IP" default:"300" desc:"votes through feedback links from one client IP address per FEEDBACK_LIMIT_WINDOW before 429"`
 	FeedbackLimitWindow     time.Duration `env:"FEEDBACK_LIMIT_WINDOW" default:"1m" desc:"window of the feedback link's rate limits"`
+	TicketRefSecret         string        `env:"TICKET_REF_SECRET" default:"" desc:"secret (at least 32 bytes) of the ticket references in reply subjects, [#<id>-<HMAC tag>]; required; the same in every replica"`
+	TicketRefSecretPrevious string        `env:"TICKET_REF_SECRET_PREVIOUS" default:"" desc:"the secret before the last rotation: references signed by it are still accepted in subjects (empty: none)"`
 }
 
 func main() { boot.Main("tickets", run) }
@@ -60,6 +62,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cmd := "serve"
 	if len(args) > 1 {
 		cmd = args[1]
+	}
+	var refs *tickets.Refs
+	if cmd == "serve" {
+		var err error
+		if refs, err = tickets.NewRefs(cfg.TicketRefSecret, cfg.TicketRefSecretPrevious); err != nil {
+			return fmt.Errorf("config: TICKET_REF_SECRET and TICKET_REF_SECRET_PREVIOUS: %w", err)
+		}
 	}
 	opts := boot.Options{Service: "tickets", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true,
 		// The busiest pool: at 4 connections (pgx's default on 2 CPUs) its requests
@@ -112,7 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	importer := mailin.New(store, look, attachments,
 		mailin.NewBucketSource(deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketMailAttachments)),
-		mailin.Options{Metrics: mailMetrics, Now: deps.Now, Log: deps.Log})
+		mailin.Options{Metrics: mailMetrics, Refs: refs, Now: deps.Now, Log: deps.Log})
 	if err := mailin.Start(ctx, deps.Bus, importer); err != nil {
 		return err
 	}
@@ -137,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	httpapi.New(httpapi.Deps{
 		EndUsers:    tickets.NewEndUsers(store),
 		Tickets:     tickets.NewTickets(store, look),
-		Messages:    tickets.NewMessages(store, look, deps.Now).WithRanker(ranker),
+		Messages:    tickets.NewMessages(store, look, deps.Now).WithRanker(ranker).WithRefs(refs),
 		Attachments: attachments,
 		Feedback:    tickets.NewFeedback(store, look, feedbackLimit(cfg.FeedbackLimitPerToken), feedbackLimit(cfg.FeedbackLimitPerIP)),
 		Summaries:   tickets.NewSummaries(store, summarizer, deps.Now),

@@ -65,8 +65,11 @@ type Options struct {
 	// handling of one mail (default 15 minutes).
 	KeyDelay time.Duration
 	Metrics  *Metrics
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Refs checks the ticket references in subjects; without it no
+	// subject names a ticket.
+	Refs *tickets.Refs
+	Now  func() time.Time
+	Log  *slog.Logger
 }
 
 // Importer handles inbound mails.
@@ -134,6 +137,8 @@ func (im *Importer) handle(ctx context.Context, m contracts.InboundMail, progres
 	if !ch.Exists || ch.IsDeleted || ch.Kind != tickets.ChannelKindEmail {
 		return tickets.MailImported{}, reject("channel %d is not a live e-mail channel of customer %d", in.Mail.ChannelID, in.CustomerID)
 	}
+	in.Mailbox = ch.EmailAddress
+	in.SubjectTicketID = im.o.Refs.Find(in.CustomerID, in.Mail.Subject)
 	keys, err := im.copyAttachments(ctx, m, &in, progress)
 	if err != nil {
 		im.discard(ctx, keys)

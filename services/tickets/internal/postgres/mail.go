@@ -59,7 +59,8 @@ func threadLock(in tickets.MailImport) string {
 // message when the mail was imported before (outcome duplicate, nothing
 // written), finds or creates the sender as an end user (end-user.created),
 // threads the mail (In-Reply-To and References, then conversation id, then
-// "[#id]" in the subject, all within the customer's channel) or opens a
+// the subject's ticket reference when the sender is a participant of that
+// ticket, all within the customer's channel) or opens a
 // ticket (ticket.created), inserts the message (ticket.message.created;
 // ticket.updated when it reopens the ticket) and stores its attachments'
 // metadata, taking their keys off the garbage list. A concurrent import of
@@ -135,24 +136,28 @@ func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, se
 }
 
 // mailThread finds and locks the ticket the mail belongs to, trying the
-// rules in order; a ticket deleted since its lookup counts as not found.
+// rules in order; a ticket deleted since its lookup counts as not found. A
+// ticket named by the subject's reference is joined only when the sender
+// may (tickets.MayJoinBySubject); otherwise the mail opens a ticket.
 func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport) (tickets.Ticket, bool, error) {
 	type rule struct {
 		skip bool
 		sql  string
 		args []any
+		// bySubject: the rule needs the sender to be a participant.
+		bySubject bool
 	}
 	rules := []rule{
-		{len(in.ThreadIDs) == 0, `SELECT ticket_id FROM ticket_messages
+		{skip: len(in.ThreadIDs) == 0, sql: `SELECT ticket_id FROM ticket_messages
 			WHERE customer_id = $1 AND mail_channel_id = $2 AND internet_message_id = ANY($3::text[])
 			ORDER BY array_position($3::text[], internet_message_id), message_id DESC LIMIT 1`,
-			[]any{in.CustomerID, in.Mail.ChannelID, in.ThreadIDs}},
-		{in.Mail.ConversationID == "", `SELECT ticket_id FROM ticket_messages
+			args: []any{in.CustomerID, in.Mail.ChannelID, in.ThreadIDs}},
+		{skip: in.Mail.ConversationID == "", sql: `SELECT ticket_id FROM ticket_messages
 			WHERE customer_id = $1 AND mail_channel_id = $2 AND conversation_id = $3
 			ORDER BY message_id DESC LIMIT 1`,
-			[]any{in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID}},
-		{in.SubjectTicketID <= 0, `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
-			[]any{in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID}},
+			args: []any{in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID}},
+		{skip: in.SubjectTicketID <= 0, sql: `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
+			args: []any{in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID}, bySubject: true},
 	}
 	for _, r := range rules {
 		if r.skip {
@@ -170,9 +175,34 @@ func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport
 		if apperr.Is(err, apperr.NotFound) {
 			continue
 		}
-		return t, err == nil, err
+		if err != nil {
+			return tickets.Ticket{}, false, err
+		}
+		if r.bySubject {
+			p, err := participants(ctx, tx, t)
+			if err != nil {
+				return tickets.Ticket{}, false, err
+			}
+			if !tickets.MayJoinBySubject(in.Sender.Address, in.Mailbox, p) {
+				continue
+			}
+		}
+		return t, true, nil
 	}
 	return tickets.Ticket{}, false, nil
+}
+
+// participants are the ticket's end user's address and the From, To and Cc
+// addresses of the ticket's mail-made messages.
+func participants(ctx context.Context, tx pgx.Tx, t tickets.Ticket) (tickets.Participants, error) {
+	var p tickets.Participants
+	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT email FROM end_users WHERE customer_id = $1 AND end_user_id = $3), ''),
+		coalesce((SELECT array_agg(DISTINCT a.address) FROM ticket_messages m,
+			LATERAL (SELECT m.mail_from_address
+				UNION ALL SELECT e->>'address' FROM jsonb_array_elements(coalesce(m.mail_to, '[]') || coalesce(m.mail_cc, '[]')) e) a(address)
+			WHERE m.customer_id = $1 AND m.ticket_id = $2 AND m.provider_message_id IS NOT NULL AND a.address IS NOT NULL), '{}')`,
+		t.CustomerID, t.ID, t.EndUserID).Scan(&p.EndUser, &p.Thread)
+	return p, err
 }
 
 // claimAttachments stores the metadata of attachments whose bytes are
@@ -257,13 +287,15 @@ func (s *Store) SetDelivery(ctx context.Context, customerID, messageID int64, d 
 
 // replyMail is what message.reply.sent carries for delivery by mail: the
 // end user's name and address, and the provider and Message-IDs of the
-// ticket's latest mail, the end user's own preferred.
+// end user's latest mail in the ticket (none when the end user wrote none:
+// a reply to another sender's mail would go to that sender).
 func (s *Store) replyMail(ctx context.Context, tx pgx.Tx, t tickets.Ticket) (to contracts.MailAddress, providerID, internetID string, err error) {
 	err = tx.QueryRow(ctx, `SELECT u.name, coalesce(u.email, ''), coalesce(m.provider_message_id, ''),
 		coalesce(m.internet_message_id, '')
 		FROM end_users u LEFT JOIN LATERAL (SELECT provider_message_id, internet_message_id FROM ticket_messages
 			WHERE customer_id = $1 AND ticket_id = $2 AND sender_type = 'EndUser' AND provider_message_id IS NOT NULL
-			ORDER BY mail_from_address IS NOT DISTINCT FROM u.email DESC, created_at DESC, message_id DESC LIMIT 1) m ON true
+			AND mail_from_address = u.email
+			ORDER BY created_at DESC, message_id DESC LIMIT 1) m ON true
 		WHERE u.customer_id = $1 AND u.end_user_id = $3`, t.CustomerID, t.ID, t.EndUserID).
 		Scan(&to.Name, &to.Address, &providerID, &internetID)
 	return to, providerID, internetID, err

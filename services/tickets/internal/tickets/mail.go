@@ -63,8 +63,12 @@ type MailImport struct {
 	// ThreadIDs are the Message-IDs the mail answers, most relevant first:
 	// In-Reply-To, then References newest first.
 	ThreadIDs []string
-	// SubjectTicketID is the ticket a "[#123]" in the subject names (0: none).
+	// SubjectTicketID is the ticket a valid reference in the subject
+	// ("[#123-<tag>]", Refs.Find) names (0: none). The mail joins it only
+	// when its sender may (MayJoinBySubject).
 	SubjectTicketID int64
+	// Mailbox is the address of the channel's mailbox ("" when unknown).
+	Mailbox string
 	// Attachments have their bytes in the blob store under Key (reserved in
 	// blob_garbage); their MessageID is set by the store.
 	Attachments []Attachment
