@@ -37,6 +37,7 @@ type Config struct {
 	engines.Config
 
 	AttachmentMaxBytes      int64         `env:"ATTACHMENT_MAX_BYTES" default:"26214400" desc:"largest attachment file (bytes; 25 MiB): above it an upload is a 413 and nothing is kept; the upload route's body limit is this plus 64 KiB of multipart overhead (MAX_BODY_BYTES does not apply to it)"`
+	AttachmentQuotaBytes    int64         `env:"ATTACHMENT_QUOTA_BYTES" default:"1073741824" desc:"attachment storage of one customer (bytes; 1 GiB), uploads and mail attachments together: an upload over it is a 413 with the figures, a mail's attachments over it are listed as skipped (reason quota); deleting attachments frees it"`
 	AttachmentSweepInterval time.Duration `env:"ATTACHMENT_SWEEP_INTERVAL" default:"30s" desc:"time between rounds of the sweeper that deletes the bytes of deleted attachments (a deletion through the API also starts one at once)"`
 	FeedbackLimitPerToken   int           `env:"FEEDBACK_LIMIT_PER_TOKEN" default:"30" desc:"votes through one ticket token's feedback link per FEEDBACK_LIMIT_WINDOW before 429"`
 	FeedbackLimitPerIP      int           `env:"FEEDBACK_LIMIT_PER_IP" default:"300" desc:"votes through feedback links from one client IP address per FEEDBACK_LIMIT_WINDOW before 429"`
@@ -52,9 +53,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.AttachmentMaxBytes < 1 || cfg.AttachmentSweepInterval <= 0 || cfg.FeedbackLimitPerToken < 1 ||
+	if cfg.AttachmentMaxBytes < 1 || cfg.AttachmentQuotaBytes < 1 || cfg.AttachmentSweepInterval <= 0 || cfg.FeedbackLimitPerToken < 1 ||
 		cfg.FeedbackLimitPerIP < 1 || cfg.FeedbackLimitWindow <= 0 {
-		return errors.New("config: ATTACHMENT_MAX_BYTES, ATTACHMENT_SWEEP_INTERVAL and the FEEDBACK_LIMIT_* variables must be positive")
+		return errors.New("config: ATTACHMENT_MAX_BYTES, ATTACHMENT_QUOTA_BYTES, ATTACHMENT_SWEEP_INTERVAL and the FEEDBACK_LIMIT_* variables must be positive")
 	}
 	if err := cfg.Config.Check(cfg.RequestTimeout); err != nil {
 		return err
@@ -104,7 +105,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	attachments := tickets.NewAttachments(store, blobs, tickets.AttachmentOptions{
-		MaxBytes: cfg.AttachmentMaxBytes,
+		MaxBytes:   cfg.AttachmentMaxBytes,
+		QuotaBytes: cfg.AttachmentQuotaBytes,
 		// An upload's bytes are collected if its metadata is not stored by
 		// then; no request runs longer than REQUEST_TIMEOUT.
 		GarbageDelay:  cfg.RequestTimeout + time.Minute,

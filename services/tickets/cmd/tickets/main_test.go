@@ -21,13 +21,14 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "tickets", run, "tickets",
-		[]string{"attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
+		[]string{"attachment_usage", "attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
 			"schema_migrations", "ticket_counts", "ticket_messages", "ticket_summaries", "tickets", "topic_names"},
 		map[string]string{"SHUTDOWN_GRACE": "soon", "TICKET_REF_SECRET": refSecret},
 		map[string]string{"REQUEST_TIMEOUT": "a minute", "TICKET_REF_SECRET": refSecret},
 		// Serving needs the references' secret, of at least 32 bytes.
 		map[string]string{},
 		map[string]string{"TICKET_REF_SECRET": "too-short"},
+		map[string]string{"TICKET_REF_SECRET": refSecret, "ATTACHMENT_QUOTA_BYTES": "0"},
 		map[string]string{"TICKET_REF_SECRET": refSecret, "TICKET_REF_SECRET_PREVIOUS": "too-short"})
 }
 

@@ -99,7 +99,7 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 			return err
 		}
 		out.TicketID, out.MessageID = t.ID, m.ID
-		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments)
+		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments, in.QuotaBytes)
 		return err
 	})
 	if postgres.UniqueViolation(err, mailKey) {
@@ -209,7 +209,11 @@ func participants(ctx context.Context, tx pgx.Tx, t tickets.Ticket) (tickets.Par
 // written, as attachments of message, and takes their keys off the garbage
 // list. When a key is no longer listed (the sweeper took it: the writer
 // outlived its due time) it is an Unavailable error and nothing is stored.
-func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment) ([]tickets.Attachment, error) {
+// The customer's attachments must fit in quota bytes with them
+// (tickets.CheckQuota): the insert's trigger adds their sizes to the
+// customer's attachment_usage row, which stays locked until the commit, so
+// the figure read after it is exact and concurrent claims queue.
+func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment, quota int64) ([]tickets.Attachment, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -218,8 +222,10 @@ func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, mes
 	types := make([]string, len(in))
 	sizes := make([]int64, len(in))
 	sums := make([]string, len(in))
+	var added int64
 	for i, a := range in {
 		keys[i], names[i], types[i], sizes[i], sums[i] = a.Key, a.FileName, a.ContentType, a.Size, a.SHA256
+		added += a.Size
 	}
 	var claimed int
 	if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM blob_garbage WHERE object_key = ANY($1) RETURNING 1)
@@ -230,10 +236,21 @@ func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, mes
 		// The sweeper has deleted (or is deleting) the bytes.
 		return nil, apperr.E(apperr.Unavailable, "the upload took too long; send it again")
 	}
-	return postgres.Collect(ctx, tx, "attachment", `INSERT INTO attachments (customer_id, message_id, file_name,
+	out, err := postgres.Collect(ctx, tx, "attachment", `INSERT INTO attachments (customer_id, message_id, file_name,
 		content_type, size, sha256, object_key, created_at)
 		SELECT $1, $2, f, c, n, h, k, $8 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[]) AS u(f, c, n, h, k)
 		RETURNING `+attachmentCols, scanAttachment, customerID, messageID, names, types, sizes, sums, keys, s.now())
+	if err != nil {
+		return nil, err
+	}
+	var used int64
+	if err := tx.QueryRow(ctx, `SELECT bytes FROM attachment_usage WHERE customer_id = $1`, customerID).Scan(&used); err != nil {
+		return nil, err
+	}
+	if err := tickets.CheckQuota(used-added, quota, added); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ReserveBlobs lists keys as garbage due at due, before their bytes are
