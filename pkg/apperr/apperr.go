@@ -44,7 +44,7 @@ type Error struct {
 	// extension members, e.g. the figures of a quota); the standard
 	// members' names are never overridden.
 	Extensions map[string]any
-	Err               error
+	Err        error
 }
 
 func (e *Error) Error() string {
