@@ -100,7 +100,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := topicsync.Start(ctx, deps.Bus, store); err != nil {
 		return err
 	}
-	blobs, err := blob.Open(ctx, deps.Bus.JS, blob.Bucket{Name: deps.Bus.Names.Stream(contracts.BucketAttachments), Description: "attachment bytes of the tickets service"})
+	bucketLimits, _ := contracts.Limits(contracts.BucketAttachments)
+	blobs, err := blob.Open(ctx, deps.Bus.JS, blob.Bucket{Name: deps.Bus.Names.Stream(contracts.BucketAttachments), Description: "attachment bytes of the tickets service",
+		MaxBytes: bucketLimits.MaxBytes})
 	if err != nil {
 		return err
 	}
