@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -34,6 +35,7 @@ func mailOf(customerID int64, id string) tickets.MailImport {
 			Cc:      []contracts.MailAddress{{Address: "bob@example.com"}},
 			Subject: "Printer on fire " + id, ReceivedAt: clock.Add(-time.Minute), HTML: "<p>It is on fire.</p>",
 		},
+		QuotaBytes: tickets.DefaultAttachmentQuota,
 	}
 }
 
@@ -422,6 +424,7 @@ func TestImportMailAttachments(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].Key != keys[0] || got[1].FileName != "f1.txt" || got[1].Size != 2 || got[0].SHA256 != "sum0" {
 		t.Fatalf("attachments %+v %v", got, err)
 	}
+
 	if g := garbage(t, pool); len(g) != 0 {
 		t.Fatalf("garbage %v", g)
 	}
@@ -449,6 +452,24 @@ func TestImportMailAttachments(t *testing.T) {
 	}
 	if g := garbage(t, pool); len(g) != 1 || g[k] != nil {
 		t.Fatalf("garbage %v", g)
+	}
+	// Over the customer's quota (3 bytes used of 4): the import is refused
+	// whole (the importer then imports the mail without the attachments).
+	over := mailOf(tenantA, "over")
+	overKey := "1_mail_" + randid.Hex(16)
+	if err := s.ReserveBlobs(ctx, []string{overKey}, clock.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	over.QuotaBytes = 4
+	over.Attachments = []tickets.Attachment{{FileName: "big.txt", ContentType: "text/plain", Size: 2, SHA256: "x", Key: overKey}}
+	if _, err := s.ImportMail(ctx, over); !errors.Is(err, tickets.ErrQuota) || !apperr.Is(err, apperr.TooLarge) {
+		t.Fatalf("import over the quota: %v", err)
+	}
+	if _, dup, err := s.ImportedMail(ctx, tenantA, mailChannel, over.Mail.ProviderMessageID); dup || err != nil {
+		t.Fatalf("the refused import left a message: %v %v", dup, err)
+	}
+	if _, ok := garbage(t, pool)[overKey]; !ok {
+		t.Fatal("the refused import took its key off the garbage list")
 	}
 }
 
