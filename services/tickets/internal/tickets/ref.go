@@ -33,10 +33,6 @@ var refEncoding = base32.NewEncoding("0123456789ABCDEFGHJKMNPQRSTVWXYZ").WithPad
 // (a tag retyped in lower case is the same tag).
 var subjectRef = regexp.MustCompile(`\[#([0-9]{1,18})-([0-9A-Za-z]{` + strconv.Itoa(RefTagLen) + `})\]`)
 
-// anyRef is any ticket reference in a subject, signed or bare ("[#1234]",
-// the form used before tags).
-var anyRef = regexp.MustCompile(`\s*\[#[0-9]{1,18}(?:-[0-9A-Za-z]{1,32})?\]`)
-
 // Refs computes and checks the references of tickets. The first secret
 // signs; every secret is accepted when reading, so a rotated secret keeps
 // answering to the references sent under the previous one.
@@ -93,12 +89,6 @@ func (r *Refs) Find(customerID int64, subject string) int64 {
 		}
 	}
 	return 0
-}
-
-// StripRefs removes every ticket reference (signed or bare) from a
-// subject.
-func StripRefs(subject string) string {
-	return strings.TrimSpace(anyRef.ReplaceAllString(subject, ""))
 }
 
 // Participants are the people of a ticket's mail thread: its end user's

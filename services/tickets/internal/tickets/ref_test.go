@@ -83,12 +83,6 @@ func TestNewRefsNeedsLongSecrets(t *testing.T) {
 	}
 }
 
-func TestStripRefs(t *testing.T) {
-	if got := StripRefs("Re: Printer [#12] on [#12-ABCDEFGHJK] fire"); got != "Re: Printer on fire" {
-		t.Fatalf("%q", got)
-	}
-}
-
 // The subject-reference rule: only the ticket's end user and the people
 // already on its mail thread may join it by naming it.
 func TestMayJoinBySubject(t *testing.T) {
