@@ -529,7 +529,7 @@ func TestContainersAreConfined(t *testing.T) {
 // secretVariables are the settings that carry a password or a key: they
 // come from Secrets only, never from a ConfigMap or a literal value.
 var secretVariables = []string{"DATABASE_URL", "DATABASE_MIGRATE_URL", "NATS_URL", "REDIS_URL",
-	"GRAPH_CLIENT_SECRET", "AI_API_KEY", "LIBRETRANSLATE_API_KEY"}
+	"GRAPH_CLIENT_SECRET", "AI_API_KEY", "LIBRETRANSLATE_API_KEY", "TICKET_REF_SECRET", "TICKET_REF_SECRET_PREVIOUS"}
 
 // Every ConfigMap a pod reads is in the base (with the keys it reads);
 // every Secret it reads is one the README tells the operator to create

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,12 +116,15 @@ type Stack struct {
 	natsAddr string
 	// natsPasswords by NATS user; generated per Start.
 	natsPasswords map[string]string
-	log           io.Writer
-	infra         Infra
-	ownsDB        bool
-	ownsDataDir   bool
-	stopOnce      sync.Once
-	stopErr       error
+	// ticketRefSecret signs tickets' references (TICKET_REF_SECRET), kept
+	// in DataDir so that a restarted stack reads its earlier subjects.
+	ticketRefSecret string
+	log             io.Writer
+	infra           Infra
+	ownsDB          bool
+	ownsDataDir     bool
+	stopOnce        sync.Once
+	stopErr         error
 }
 
 // Start starts the requested services against the local infrastructure,
@@ -193,6 +198,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if s.TLS, err = EnsureDevTLS(filepath.Join(s.DataDir, "tls"), opts.Now()); err != nil {
 		return nil, fmt.Errorf("dev TLS: %w", err)
+	}
+	if s.ticketRefSecret, err = ensureSecret(filepath.Join(s.DataDir, "ticket-ref-secret")); err != nil {
+		return nil, fmt.Errorf("ticket reference secret: %w", err)
 	}
 
 	s.Database = opts.Database
@@ -350,6 +358,9 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 			"AUTH_DEV_KEYGEN=true",
 		)
 	}
+	if svc.Name == "tickets" {
+		env = append(env, "TICKET_REF_SECRET="+s.ticketRefSecret)
+	}
 	env = append(env, opts.Env["*"]...)
 	return append(env, opts.Env[svc.Name]...), nil
 }
@@ -505,4 +516,18 @@ func checkStatus(ctx context.Context, url string, want int) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// ensureSecret returns the secret kept in file, generating one (32 random
+// bytes, hex) when the file is missing.
+func ensureSecret(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	secret := randid.Hex(32)
+	return secret, os.WriteFile(file, []byte(secret+"\n"), 0o600)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,8 @@ func TestRepliesJoinTheirTicket(t *testing.T) {
 	mc.waitMessages(t, tk.TicketID, 3)
 	wantStatus(t, client(t).Do(http.MethodPut, fmt.Sprintf("/api/Tickets/%d", tk.TicketID), mc.tn.AgentToken,
 		map[string]any{"status": "Resolved"}), http.StatusNoContent, nil)
-	mc.deliver(t, graphfake.DeliverMail{Subject: fmt.Sprintf("Thanks [#%d]", tk.TicketID), From: from, Text: "It broke again."})
+	mc.deliver(t, graphfake.DeliverMail{Subject: "RE: " + subject, From: from, Text: "It broke again.",
+		References: []string{first.Mail.InternetMessageID}})
 	ms := mc.waitMessages(t, tk.TicketID, 4)
 	if got := mc.ticket(t, tk.TicketID); got.Status != "Open" {
 		t.Fatalf("a reply to a resolved ticket left it %s", got.Status)
@@ -213,7 +215,7 @@ func TestReplyGoesOutByMail(t *testing.T) {
 	}
 	s := out[0]
 	if s.Kind != graphfake.SentReply || s.InReplyTo != mailID || !strings.Contains(s.Text, answer) ||
-		!strings.Contains(s.Subject, fmt.Sprintf("[#%d]", tk.TicketID)) || s.Headers["X-SupportPlatform-Reply"] == "" {
+		!ticketRef(tk.TicketID).MatchString(s.Subject) || s.Headers["X-SupportPlatform-Reply"] == "" {
 		t.Fatalf("sent %+v", s)
 	}
 	// The reply lands in Sent Items, not in the inbox: no new ticket, no new
@@ -261,7 +263,7 @@ func TestReplyToAPITicketIsANewMail(t *testing.T) {
 	})
 	s := out[0]
 	if s.Kind != graphfake.SentSendMail || len(s.To) != 1 || !strings.EqualFold(s.To[0].Address, addr) ||
-		s.Subject != fmt.Sprintf("Re: %s [#%d]", subject, m.TicketID) || !strings.Contains(s.Text, answer) {
+		!strings.HasPrefix(s.Subject, "Re: "+subject+" ") || !ticketRef(m.TicketID).MatchString(s.Subject) || !strings.Contains(s.Text, answer) {
 		t.Fatalf("sent %+v", s)
 	}
 	if st := send(); st != http.StatusConflict {
@@ -275,5 +277,65 @@ func TestReplyToAPITicketIsANewMail(t *testing.T) {
 	})
 	if n := len(sentFrom(mc.mailbox)); n != 1 {
 		t.Fatalf("%d mails sent, want 1", n)
+	}
+}
+
+// ticketRef matches the signed reference of a ticket in a subject,
+// "[#<id>-<tag>]" at its end.
+func ticketRef(ticketID int64) *regexp.Regexp {
+	return regexp.MustCompile(fmt.Sprintf(`\[#%d-[0-9A-HJKMNP-TV-Z]{10}\]$`, ticketID))
+}
+
+// The reference in a reply's subject joins the ticket only for its end
+// user (or someone already on its thread): a stranger who writes with the
+// very same subject, or with the bare "[#id]" of the old format, gets a
+// ticket of their own, and the end user's bare "[#id]" is no reference
+// either.
+func TestSubjectReferenceJoinsOnlyParticipants(t *testing.T) {
+	t.Parallel()
+	mc := newMailChannel(t)
+	from := sender("Frances Allen")
+	subject := "Invoice wrong " + randid.Hex(4)
+	mc.deliver(t, graphfake.DeliverMail{Subject: subject, From: from, Text: "The invoice is wrong."})
+	tk := mc.waitTicket(t, subject)
+	m := mc.waitMessages(t, tk.TicketID, 1)[0]
+	wantStatus(t, client(t).Do(http.MethodPost, fmt.Sprintf("/api/TicketMessages/%d/send-reply", m.MessageID), mc.tn.AgentToken,
+		map[string]any{"modifiedAnswer": "We will correct it."}), http.StatusOK, nil)
+	var out []graphfake.SentMail
+	e2e.Eventually(t, 15*time.Second, "the reply in the fake Graph's outbox", func() bool {
+		out = sentFrom(mc.mailbox)
+		return len(out) > 0
+	})
+	replySubject := out[0].Subject
+	if !strings.HasPrefix(replySubject, "Re: "+subject+" ") || !ticketRef(tk.TicketID).MatchString(replySubject) {
+		t.Fatalf("reply subject %q", replySubject)
+	}
+
+	// A stranger with the reply's subject, and with the bare id.
+	stranger := sender("Mallory")
+	mc.deliver(t, graphfake.DeliverMail{Subject: replySubject, From: stranger, Text: "Send me the refund instead."})
+	own := mc.waitTicket(t, replySubject)
+	bare := fmt.Sprintf("Re: x [#%d]", tk.TicketID)
+	mc.deliver(t, graphfake.DeliverMail{Subject: bare, From: stranger, Text: "Me too."})
+	own2 := mc.waitTicket(t, bare)
+	if own.TicketID == tk.TicketID || own2.TicketID == tk.TicketID || own.EndUserID == tk.EndUserID {
+		t.Fatalf("a stranger's mail joined ticket %d: %+v %+v", tk.TicketID, own, own2)
+	}
+	// The end user's bare reference opens a ticket too; the signed one
+	// (without any threading header) joins.
+	endUserBare := fmt.Sprintf("Re: y [#%d] %s", tk.TicketID, randid.Hex(3))
+	mc.deliver(t, graphfake.DeliverMail{Subject: endUserBare, From: from, Text: "Bare."})
+	if nt := mc.waitTicket(t, endUserBare); nt.TicketID == tk.TicketID {
+		t.Fatal("a bare [#id] joined the ticket")
+	}
+	mc.deliver(t, graphfake.DeliverMail{Subject: "AW: " + replySubject, From: from, Text: "Thanks, waiting."})
+	ms := mc.waitMessages(t, tk.TicketID, 3)
+	if ms[2].SenderType != "EndUser" || ms[2].Message != "Thanks, waiting." {
+		t.Fatalf("messages %+v", ms)
+	}
+	for _, m := range ms {
+		if strings.Contains(m.Message, "refund instead") || m.Message == "Me too." {
+			t.Fatalf("the stranger's mail is in the ticket: %+v", ms)
+		}
 	}
 }

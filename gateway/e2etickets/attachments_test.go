@@ -465,3 +465,48 @@ func TestAttParallelUploads(t *testing.T) {
 		t.Fatalf("%d keys queued as garbage after stored uploads", queued)
 	}
 }
+
+// attQuota is the suite's ATTACHMENT_QUOTA_BYTES: 26 MiB per customer.
+const attQuota = 26 << 20
+
+// The customer's attachment quota: an upload that does not fit is a 413
+// whose problem gives the figures (used, limit, size), checked against
+// gateway/openapi.yaml; nothing is kept; another customer is not held by
+// it; deleting an attachment frees the room.
+func TestAttQuota(t *testing.T) {
+	t.Parallel()
+	tn := newTenant(t)
+	m := attSeedMessage(t, tn)
+	first := attUpload(t, tn.AgentToken, m.MessageID, "first.bin", "", attRandom(t, 20<<20))
+	r := attPost(t, tn.AgentToken, m.MessageID, attFilePart("second.bin", "", attRandom(t, 7<<20)))
+	wantStatus(t, r, http.StatusRequestEntityTooLarge, nil)
+	var p struct {
+		Type   string `json:"type"`
+		Detail string `json:"detail"`
+		Quota  *struct {
+			Used  int64 `json:"used"`
+			Limit int64 `json:"limit"`
+			Size  int64 `json:"size"`
+		} `json:"quota"`
+	}
+	r.JSON(t, &p)
+	// The request's size (the file and its multipart framing) is checked
+	// before a byte is stored.
+	if p.Quota == nil || p.Quota.Used != 20<<20 || p.Quota.Limit != attQuota || p.Quota.Size < 7<<20 || p.Quota.Size > 7<<20+1024 ||
+		!strings.Contains(p.Detail, "quota") {
+		t.Fatalf("problem %s", r.String())
+	}
+	var list []attBody
+	wantStatus(t, client(t).Do(http.MethodGet, attPath(m.MessageID), tn.AgentToken, nil), http.StatusOK, &list)
+	if len(list) != 1 || list[0].TicketMessageAttachmentID != first.TicketMessageAttachmentID {
+		t.Fatalf("attachments after the refusal: %+v", list)
+	}
+	// Another customer has its own quota.
+	other := newTenant(t)
+	om := attSeedMessage(t, other)
+	attUpload(t, other.AgentToken, om.MessageID, "other.bin", "", attRandom(t, 7<<20))
+	// Deleting frees the room.
+	wantStatus(t, client(t).Do(http.MethodDelete, fmt.Sprintf("%s/%d", attPath(m.MessageID), first.TicketMessageAttachmentID),
+		tn.AgentToken, nil), http.StatusNoContent, nil)
+	attUpload(t, tn.AgentToken, m.MessageID, "second.bin", "", attRandom(t, 7<<20))
+}

@@ -7,6 +7,7 @@ package e2etickets
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
@@ -25,7 +26,10 @@ var (
 func TestMain(m *testing.M) {
 	// topics and mailingest answer the tickets service's lookups (topic
 	// names and actions, channels).
-	s := e2e.Suite{Name: "e2etickets", Services: []string{"auth", "topics", "mailingest", "tickets"}}
+	// The attachment quota is small enough to fill in a test (TestAttQuota)
+	// and holds the largest upload of another test (25 MiB).
+	s := e2e.Suite{Name: "e2etickets", Services: []string{"auth", "topics", "mailingest", "tickets"},
+		Env: map[string][]string{"tickets": {"ATTACHMENT_QUOTA_BYTES=" + strconv.Itoa(attQuota)}}}
 	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
 		stk, api = r.Stack, r.Contract
 		repoRoot, binDir, backends = r.Build.RepoRoot, r.Build.BinDir, r.Backends

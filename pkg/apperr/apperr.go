@@ -40,7 +40,11 @@ type Error struct {
 	Fields map[string]string
 	// RetryAfterSeconds is set for RateLimited and Unavailable when known.
 	RetryAfterSeconds int
-	Err               error
+	// Extensions are extra members of the problem answer (RFC 9457
+	// extension members, e.g. the figures of a quota); the standard
+	// members' names are never overridden.
+	Extensions map[string]any
+	Err        error
 }
 
 func (e *Error) Error() string {

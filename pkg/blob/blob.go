@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -67,6 +68,10 @@ type Bucket struct {
 	// MaxAge, when positive, removes objects older than it (a hand-over
 	// bucket whose objects are copied elsewhere).
 	MaxAge time.Duration
+	// MaxBytes, when positive, caps the bucket (contracts.Limits): a Put
+	// that does not fit fails with an Unavailable error. Open applies it to
+	// an existing bucket too.
+	MaxBytes int64
 }
 
 // Open creates the bucket when it is missing (file storage, one replica
@@ -77,6 +82,7 @@ func Open(ctx context.Context, js jetstream.JetStream, b Bucket) (*ObjectStore, 
 		Description: b.Description,
 		Storage:     jetstream.FileStorage,
 		TTL:         b.MaxAge,
+		MaxBytes:    b.MaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
@@ -150,6 +156,9 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 		case <-f.Ok():
 			return nil
 		case err := <-f.Err():
+			if full(err) {
+				return apperr.Wrap(apperr.Unavailable, err, "the attachment store is full; try again later")
+			}
 			return fmt.Errorf("blob: put %s: %w", key, err)
 		case <-ctx.Done():
 			return apperr.Wrap(apperr.Unavailable, ctx.Err(), "the upload was cancelled or timed out")
@@ -180,10 +189,13 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 			size += uint64(n)
 			chunks++
 			if len(pending) >= window {
-				if err := acked(pending[0]); err != nil {
+				// Off the list before the wait: a future whose answer was
+				// taken is not waited for again by the purge.
+				f := pending[0]
+				pending = pending[1:]
+				if err := acked(f); err != nil {
 					return err
 				}
-				pending = pending[1:]
 			}
 		}
 		if rerr == io.EOF {
@@ -193,7 +205,9 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 			return rerr
 		}
 	}
-	for _, f := range pending {
+	for len(pending) > 0 {
+		f := pending[0]
+		pending = pending[1:]
 		if err := acked(f); err != nil {
 			return err
 		}
@@ -211,6 +225,9 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 	meta.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	meta.Data = data
 	if _, err := s.js.PublishMsg(ctx, meta); err != nil {
+		if full(err) {
+			return apperr.Wrap(apperr.Unavailable, err, "the attachment store is full; try again later")
+		}
 		return fmt.Errorf("blob: put %s: metadata: %w", key, err)
 	}
 	return nil
@@ -271,3 +288,14 @@ func (s *ObjectStore) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// full reports whether JetStream refused a chunk because the bucket is at
+// its MaxBytes (the object stream discards new messages).
+func full(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsStreamStoreFailed && strings.Contains(apiErr.Description, "maximum bytes")
+}
+
+// jsStreamStoreFailed is nats-server's JSStreamStoreFailedF ("maximum
+// bytes exceeded" when a DiscardNew stream is full).
+const jsStreamStoreFailed jetstream.ErrorCode = 10077

@@ -143,6 +143,11 @@ type ReplySent struct {
 	// ReplyToInternetMessageID is that mail's Message-ID, for threading a
 	// new mail when replying is not possible.
 	ReplyToInternetMessageID string `json:"replyToInternetMessageID,omitempty"`
+	// TicketRef is the ticket's reference for the mail's subject,
+	// "<ticketID>-<tag>" (written "[#<ticketRef>]"): the tag is an HMAC of
+	// the customer and ticket under the tickets secret, so only a subject
+	// tickets made names the ticket. "" when the event predates it.
+	TicketRef string `json:"ticketRef,omitempty"`
 }
 
 // ReplyDelivery is the data of message.reply.delivered and

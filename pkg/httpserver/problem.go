@@ -28,6 +28,9 @@ type Problem struct {
 	RequestID string            `json:"requestId,omitempty"`
 	TraceID   string            `json:"traceId,omitempty"`
 	Errors    map[string]string `json:"errors,omitempty"`
+	// Extensions are written as members of the problem object beside the
+	// standard ones (which they never replace).
+	Extensions map[string]any `json:"-"`
 }
 
 // methodNotAllowed is a transport-level code only this package produces.
@@ -92,14 +95,15 @@ func WriteError(c *gin.Context, log *slog.Logger, err error) {
 		c.Header("Retry-After", strconv.Itoa(ae.RetryAfterSeconds))
 	}
 	p := Problem{
-		Type:      ProblemTypeBase + string(ae.Code),
-		Title:     m.title,
-		Status:    m.status,
-		Detail:    detail,
-		Instance:  c.Request.URL.Path,
-		RequestID: requestid.From(c.Request.Context()),
-		TraceID:   telemetry.TraceID(c.Request.Context()),
-		Errors:    ae.Fields,
+		Type:       ProblemTypeBase + string(ae.Code),
+		Title:      m.title,
+		Status:     m.status,
+		Detail:     detail,
+		Instance:   c.Request.URL.Path,
+		RequestID:  requestid.From(c.Request.Context()),
+		TraceID:    telemetry.TraceID(c.Request.Context()),
+		Errors:     ae.Fields,
+		Extensions: ae.Extensions,
 	}
 	c.Header("Content-Type", ProblemContentType)
 	c.Render(m.status, problemRender{p})

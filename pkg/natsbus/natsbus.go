@@ -217,29 +217,43 @@ func (b *Bus) Check(ctx context.Context) error {
 
 // EnsureEventsStream declares the EVENTS stream (idempotent).
 func (b *Bus) EnsureEventsStream(ctx context.Context) error {
-	return b.EnsureStream(ctx, jetstream.StreamConfig{
+	return b.EnsureStream(ctx, WithLimits(jetstream.StreamConfig{
 		Name:     b.Names.Stream(contracts.StreamEvents),
 		Subjects: []string{b.Names.Subject(contracts.EventsSubjects)},
 		Storage:  jetstream.FileStorage,
-		MaxAge:   7 * 24 * time.Hour,
 		// Duplicate window lets event ids dedupe retried publishes.
 		Duplicates: 2 * time.Minute,
-	})
+	}, contracts.StreamEvents))
 }
 
 // EnsureMailInboundStream declares the MAIL_INBOUND stream (idempotent): the
 // import worker, which publishes to it, and tickets, which consumes it, both
 // declare it, so either may start first.
 func (b *Bus) EnsureMailInboundStream(ctx context.Context) error {
-	return b.EnsureStream(ctx, jetstream.StreamConfig{
+	return b.EnsureStream(ctx, WithLimits(jetstream.StreamConfig{
 		Name:     b.Names.Stream(contracts.StreamMailInbound),
 		Subjects: []string{b.Names.Subject(contracts.MailInboundSubjects)},
 		// A work queue: a mail is gone once tickets has stored it.
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
-		MaxAge:     contracts.MailInboundMaxAge,
 		Duplicates: contracts.MailInboundDuplicates,
-	})
+	}, contracts.StreamMailInbound))
+}
+
+// WithLimits returns cfg with the limits pkg/contracts gives the stream
+// base (max bytes, messages, message size and age, discard policy);
+// EnsureStream applies them to an existing stream too.
+func WithLimits(cfg jetstream.StreamConfig, base string) jetstream.StreamConfig {
+	l, ok := contracts.Limits(base)
+	if !ok {
+		return cfg
+	}
+	cfg.MaxBytes, cfg.MaxMsgs, cfg.MaxMsgSize, cfg.MaxAge = l.MaxBytes, l.MaxMsgs, l.MaxMsgSize, l.MaxAge
+	cfg.Discard = jetstream.DiscardOld
+	if l.DiscardNew {
+		cfg.Discard = jetstream.DiscardNew
+	}
+	return cfg
 }
 
 // EnsureStream creates or updates a stream.

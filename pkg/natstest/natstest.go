@@ -85,6 +85,12 @@ func StartServer(t testing.TB, opts *server.Options) *Server {
 	o := *opts
 	o.Host, o.Port = "127.0.0.1", -1
 	o.JetStream, o.StoreDir = true, t.TempDir()
+	if o.JetStreamMaxStore == 0 {
+		// The streams' max_bytes (contracts.Limits) are reserved against
+		// this, by default 75% of the free disk: a test should not depend
+		// on the machine's disk. Nothing is allocated up front.
+		o.JetStreamMaxStore = 1 << 40
+	}
 	o.NoLog, o.NoSigs = true, true
 	s := &Server{t: t, opts: o}
 	s.Start()

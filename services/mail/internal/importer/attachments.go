@@ -132,8 +132,9 @@ type ObjectBlobs struct {
 // full name: Names.Stream(contracts.BucketMailAttachments)), whose objects
 // expire after contracts.MailInboundMaxAge.
 func OpenBlobs(ctx context.Context, js jetstream.JetStream, bucket string) (*ObjectBlobs, error) {
+	limits, _ := contracts.Limits(contracts.BucketMailAttachments)
 	store, err := blob.Open(ctx, js, blob.Bucket{Name: bucket, Description: "bytes of imported mails' attachments, until tickets copied them",
-		MaxAge: contracts.MailInboundMaxAge})
+		MaxAge: contracts.MailInboundMaxAge, MaxBytes: limits.MaxBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package queue
 
 import (
 	"context"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,15 +15,14 @@ type Queue struct{ bus *natsbus.Bus }
 
 // New declares the MAIL_IMPORT stream (idempotent) and returns its queue.
 func New(ctx context.Context, bus *natsbus.Bus) (*Queue, error) {
-	err := bus.EnsureStream(ctx, jetstream.StreamConfig{
+	err := bus.EnsureStream(ctx, natsbus.WithLimits(jetstream.StreamConfig{
 		Name:     bus.Names.Stream(contracts.StreamMailImport),
 		Subjects: []string{bus.Names.Subject(contracts.MailImportSubjects)},
 		// A work queue: a request is gone once the import worker acks it.
 		Retention:  jetstream.WorkQueuePolicy,
 		Storage:    jetstream.FileStorage,
-		MaxAge:     24 * time.Hour,
 		Duplicates: contracts.MailImportDuplicates,
-	})
+	}, contracts.StreamMailImport))
 	if err != nil {
 		return nil, err
 	}

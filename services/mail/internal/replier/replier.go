@@ -2,7 +2,8 @@
 // message.reply.sent from EVENTS and, for tickets of e-mail channels with a
 // provider, sends the reply through Microsoft Graph: a reply to the end
 // user's latest mail when the ticket has one (Graph threads it), else a new
-// mail whose subject carries the ticket reference ("Re: <subject> [#<id>]").
+// mail whose subject carries the ticket reference tickets signed
+// ("Re: <subject> [#<id>-<tag>]").
 //
 // Exactly once per reply, as far as that can be known: every reply has a
 // row in the store (sent_replies), claimed before Graph is called, so a
@@ -28,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -365,7 +367,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 		return "", err
 	}
 	m := graph.OutgoingMail{
-		Subject: Subject(data.Subject, r.TicketID),
+		Subject: Subject(data.Subject, data.TicketRef),
 		Text:    data.Text,
 		Headers: map[string]string{HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
 	}
@@ -415,17 +417,23 @@ func Transient(err error) bool {
 	return true
 }
 
-// Subject is a reply's subject: "Re: <subject> [#<ticketID>]", without a
-// second "Re:" when the subject has one already (any case) and without a
-// second reference when it carries the ticket's.
-func Subject(subject string, ticketID int64) string {
-	s := strings.TrimSpace(subject)
-	ref := "[#" + strconv.FormatInt(ticketID, 10) + "]"
-	if !strings.Contains(s, ref) {
-		s = strings.TrimSpace(s + " " + ref)
+// subjectRefs are ticket references in a subject: tickets' signed
+// "[#1234-K7QX9M2PAB]" and the bare "[#1234]" of earlier replies.
+var subjectRefs = regexp.MustCompile(`\s*\[#[0-9]{1,18}(?:-[0-9A-Za-z]{1,32})?\]`)
+
+// Subject is a reply's subject: "Re: <subject> [#<ticketRef>]" (ticketRef
+// as tickets made it, message.reply.sent's ticketRef), without a second
+// "Re:" when the subject has one already (any case). Every other ticket
+// reference in the subject goes, so the end user's answer names only this
+// ticket; an event without a reference (made before tickets signed them)
+// gets none, since a bare "[#<id>]" no longer threads.
+func Subject(subject, ticketRef string) string {
+	s := strings.TrimSpace(subjectRefs.ReplaceAllString(subject, ""))
+	if ticketRef != "" {
+		s = strings.TrimSpace(s + " [#" + ticketRef + "]")
 	}
 	if len(s) < 3 || !strings.EqualFold(s[:3], "re:") {
 		s = "Re: " + s
 	}
-	return s
+	return strings.TrimSpace(s)
 }

@@ -118,7 +118,7 @@ func (e *env) handler(s replier.Sender) *replier.Handler {
 // event is a reply of ticket 7 in the named channel.
 func (e *env) event(channel string, messageID int64, edit func(*contracts.ReplySent)) contracts.Event[contracts.ReplySent] {
 	d := contracts.ReplySent{MessageID: messageID, InReplyToID: messageID - 1, TicketID: 7, ChannelID: e.channels[channel].ID,
-		EndUserID: 3, Text: "Hello,\nplease restart the router.", Subject: "Internet down",
+		EndUserID: 3, Text: "Hello,\nplease restart the router.", Subject: "Internet down", TicketRef: "7-K7QX9M2PAB",
 		To: contracts.MailAddress{Name: "Erika Muster", Address: "erika@example.org"}}
 	if channel == "missing" {
 		d.ChannelID = 99999
@@ -194,14 +194,14 @@ func TestSendChoiceAndMail(t *testing.T) {
 		wantSubj   string
 	}{
 		{name: "reply to the end user's mail", edit: func(d *contracts.ReplySent) { d.ReplyToProviderID = "AAMk-1" },
-			wantCalls: []string{replier.MethodReply}, wantMethod: replier.MethodReply, wantSubj: "Re: Internet down [#7]"},
+			wantCalls: []string{replier.MethodReply}, wantMethod: replier.MethodReply, wantSubj: "Re: Internet down [#7-K7QX9M2PAB]"},
 		{name: "a new mail without a mail to answer", wantCalls: []string{replier.MethodSendMail}, wantMethod: replier.MethodSendMail,
-			wantSubj: "Re: Internet down [#7]"},
+			wantSubj: "Re: Internet down [#7-K7QX9M2PAB]"},
 		{name: "the answered mail is gone: a new mail", edit: func(d *contracts.ReplySent) { d.ReplyToProviderID = "AAMk-gone" },
 			script: []error{graphErr(404, "ErrorItemNotFound")}, wantCalls: []string{replier.MethodReply, replier.MethodSendMail},
-			wantMethod: replier.MethodSendMail, wantSubj: "Re: Internet down [#7]"},
-		{name: "subject with Re: and the reference already", edit: func(d *contracts.ReplySent) { d.Subject = "RE: Internet down [#7]" },
-			wantCalls: []string{replier.MethodSendMail}, wantMethod: replier.MethodSendMail, wantSubj: "RE: Internet down [#7]"},
+			wantMethod: replier.MethodSendMail, wantSubj: "Re: Internet down [#7-K7QX9M2PAB]"},
+		{name: "subject with Re: and the reference already", edit: func(d *contracts.ReplySent) { d.Subject = "RE: Internet down [#7-K7QX9M2PAB]" },
+			wantCalls: []string{replier.MethodSendMail}, wantMethod: replier.MethodSendMail, wantSubj: "RE: Internet down [#7-K7QX9M2PAB]"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -466,20 +466,22 @@ func TestInvalidEvent(t *testing.T) {
 }
 
 func TestSubject(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"plain", "Internet down", "Re: Internet down [#7]"},
-		{"with Re", "Re: Internet down", "Re: Internet down [#7]"},
-		{"with RE and spaces", "  RE: Internet down  ", "RE: Internet down [#7]"},
-		{"with reference", "Internet down [#7]", "Re: Internet down [#7]"},
-		{"with both", "re: [#7] Internet down", "re: [#7] Internet down"},
-		{"another ticket's reference", "Re: Internet down [#70]", "Re: Internet down [#70] [#7]"},
-		{"empty", "", "Re: [#7]"},
-		{"Re without colon is a word", "Reset password", "Re: Reset password [#7]"},
+	const ref = "7-K7QX9M2PAB"
+	tests := []struct{ name, in, ref, want string }{
+		{"plain", "Internet down", ref, "Re: Internet down [#7-K7QX9M2PAB]"},
+		{"with Re", "Re: Internet down", ref, "Re: Internet down [#7-K7QX9M2PAB]"},
+		{"with RE and spaces", "  RE: Internet down  ", ref, "RE: Internet down [#7-K7QX9M2PAB]"},
+		{"with the reference", "Internet down [#7-K7QX9M2PAB]", ref, "Re: Internet down [#7-K7QX9M2PAB]"},
+		{"with a bare reference", "re: [#7] Internet down", ref, "re: Internet down [#7-K7QX9M2PAB]"},
+		{"another ticket's reference goes", "Re: Internet down [#70-AAAAAAAAAA]", ref, "Re: Internet down [#7-K7QX9M2PAB]"},
+		{"empty", "", ref, "Re: [#7-K7QX9M2PAB]"},
+		{"Re without colon is a word", "Reset password", ref, "Re: Reset password [#7-K7QX9M2PAB]"},
+		{"no reference in the event: none", "Internet down [#7]", "", "Re: Internet down"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := replier.Subject(tc.in, 7); got != tc.want {
-				t.Fatalf("Subject(%q) = %q, want %q", tc.in, got, tc.want)
+			if got := replier.Subject(tc.in, tc.ref); got != tc.want {
+				t.Fatalf("Subject(%q, %q) = %q, want %q", tc.in, tc.ref, got, tc.want)
 			}
 		})
 	}

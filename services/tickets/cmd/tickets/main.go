@@ -37,10 +37,13 @@ type Config struct {
 	engines.Config
 
 	AttachmentMaxBytes      int64         `env:"ATTACHMENT_MAX_BYTES" default:"26214400" desc:"largest attachment file (bytes; 25 MiB): above it an upload is a 413 and nothing is kept; the upload route's body limit is this plus 64 KiB of multipart overhead (MAX_BODY_BYTES does not apply to it)"`
+	AttachmentQuotaBytes    int64         `env:"ATTACHMENT_QUOTA_BYTES" default:"1073741824" desc:"attachment storage of one customer (bytes; 1 GiB), uploads and mail attachments together: an upload over it is a 413 with the figures, a mail's attachments over it are listed as skipped (reason quota); deleting attachments frees it"`
 	AttachmentSweepInterval time.Duration `env:"ATTACHMENT_SWEEP_INTERVAL" default:"30s" desc:"time between rounds of the sweeper that deletes the bytes of deleted attachments (a deletion through the API also starts one at once)"`
 	FeedbackLimitPerToken   int           `env:"FEEDBACK_LIMIT_PER_TOKEN" default:"30" desc:"votes through one ticket token's feedback link per FEEDBACK_LIMIT_WINDOW before 429"`
 	FeedbackLimitPerIP      int           `env:"FEEDBACK_LIMIT_PER_IP" default:"300" desc:"votes through feedback links from one client IP address per FEEDBACK_LIMIT_WINDOW before 429"`
 	FeedbackLimitWindow     time.Duration `env:"FEEDBACK_LIMIT_WINDOW" default:"1m" desc:"window of the feedback link's rate limits"`
+	TicketRefSecret         string        `env:"TICKET_REF_SECRET" default:"" desc:"secret (at least 32 bytes) of the ticket references in reply subjects, [#<id>-<HMAC tag>]; required; the same in every replica"`
+	TicketRefSecretPrevious string        `env:"TICKET_REF_SECRET_PREVIOUS" default:"" desc:"the secret before the last rotation: references signed by it are still accepted in subjects (empty: none)"`
 }
 
 func main() { boot.Main("tickets", run) }
@@ -50,9 +53,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	if cfg.AttachmentMaxBytes < 1 || cfg.AttachmentSweepInterval <= 0 || cfg.FeedbackLimitPerToken < 1 ||
+	if cfg.AttachmentMaxBytes < 1 || cfg.AttachmentQuotaBytes < 1 || cfg.AttachmentSweepInterval <= 0 || cfg.FeedbackLimitPerToken < 1 ||
 		cfg.FeedbackLimitPerIP < 1 || cfg.FeedbackLimitWindow <= 0 {
-		return errors.New("config: ATTACHMENT_MAX_BYTES, ATTACHMENT_SWEEP_INTERVAL and the FEEDBACK_LIMIT_* variables must be positive")
+		return errors.New("config: ATTACHMENT_MAX_BYTES, ATTACHMENT_QUOTA_BYTES, ATTACHMENT_SWEEP_INTERVAL and the FEEDBACK_LIMIT_* variables must be positive")
 	}
 	if err := cfg.Config.Check(cfg.RequestTimeout); err != nil {
 		return err
@@ -60,6 +63,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cmd := "serve"
 	if len(args) > 1 {
 		cmd = args[1]
+	}
+	var refs *tickets.Refs
+	if cmd == "serve" {
+		var err error
+		if refs, err = tickets.NewRefs(cfg.TicketRefSecret, cfg.TicketRefSecretPrevious); err != nil {
+			return fmt.Errorf("config: TICKET_REF_SECRET and TICKET_REF_SECRET_PREVIOUS: %w", err)
+		}
 	}
 	opts := boot.Options{Service: "tickets", Schema: postgres.Schema, Migrations: postgres.Migrations(), Outbox: true,
 		// The busiest pool: at 4 connections (pgx's default on 2 CPUs) its requests
@@ -90,12 +100,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := topicsync.Start(ctx, deps.Bus, store); err != nil {
 		return err
 	}
-	blobs, err := blob.Open(ctx, deps.Bus.JS, blob.Bucket{Name: deps.Bus.Names.Stream(contracts.BucketAttachments), Description: "attachment bytes of the tickets service"})
+	bucketLimits, _ := contracts.Limits(contracts.BucketAttachments)
+	blobs, err := blob.Open(ctx, deps.Bus.JS, blob.Bucket{Name: deps.Bus.Names.Stream(contracts.BucketAttachments), Description: "attachment bytes of the tickets service",
+		MaxBytes: bucketLimits.MaxBytes})
 	if err != nil {
 		return err
 	}
 	attachments := tickets.NewAttachments(store, blobs, tickets.AttachmentOptions{
-		MaxBytes: cfg.AttachmentMaxBytes,
+		MaxBytes:   cfg.AttachmentMaxBytes,
+		QuotaBytes: cfg.AttachmentQuotaBytes,
 		// An upload's bytes are collected if its metadata is not stored by
 		// then; no request runs longer than REQUEST_TIMEOUT.
 		GarbageDelay:  cfg.RequestTimeout + time.Minute,
@@ -112,7 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	importer := mailin.New(store, look, attachments,
 		mailin.NewBucketSource(deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketMailAttachments)),
-		mailin.Options{Metrics: mailMetrics, Now: deps.Now, Log: deps.Log})
+		mailin.Options{Metrics: mailMetrics, Refs: refs, Now: deps.Now, Log: deps.Log})
 	if err := mailin.Start(ctx, deps.Bus, importer); err != nil {
 		return err
 	}
@@ -137,7 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	httpapi.New(httpapi.Deps{
 		EndUsers:    tickets.NewEndUsers(store),
 		Tickets:     tickets.NewTickets(store, look),
-		Messages:    tickets.NewMessages(store, look, deps.Now).WithRanker(ranker),
+		Messages:    tickets.NewMessages(store, look, deps.Now).WithRanker(ranker).WithRefs(refs),
 		Attachments: attachments,
 		Feedback:    tickets.NewFeedback(store, look, feedbackLimit(cfg.FeedbackLimitPerToken), feedbackLimit(cfg.FeedbackLimitPerIP)),
 		Summaries:   tickets.NewSummaries(store, summarizer, deps.Now),

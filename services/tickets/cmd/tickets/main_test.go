@@ -21,11 +21,19 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "tickets", run, "tickets",
-		[]string{"attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
+		[]string{"attachment_usage", "attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
 			"schema_migrations", "ticket_counts", "ticket_messages", "ticket_summaries", "tickets", "topic_names"},
-		map[string]string{"SHUTDOWN_GRACE": "soon"},
-		map[string]string{"REQUEST_TIMEOUT": "a minute"})
+		map[string]string{"SHUTDOWN_GRACE": "soon", "TICKET_REF_SECRET": refSecret},
+		map[string]string{"REQUEST_TIMEOUT": "a minute", "TICKET_REF_SECRET": refSecret},
+		// Serving needs the references' secret, of at least 32 bytes.
+		map[string]string{},
+		map[string]string{"TICKET_REF_SECRET": "too-short"},
+		map[string]string{"TICKET_REF_SECRET": refSecret, "ATTACHMENT_QUOTA_BYTES": "0"},
+		map[string]string{"TICKET_REF_SECRET": refSecret, "TICKET_REF_SECRET_PREVIOUS": "too-short"})
 }
+
+// refSecret is a secret for ticket references (TICKET_REF_SECRET).
+const refSecret = "test-ticket-ref-secret-0123456789abcdef"
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	configtest.RequireDocumented(t, "../../../../README.md", Config{})
@@ -60,6 +68,7 @@ func TestShutdownFinishesInFlightCalls(t *testing.T) {
 	servicetest.ShutdownTest(t, servicetest.ShutdownCase{
 		Name:     "tickets",
 		Run:      run,
+		Options:  servicetest.Options{Env: map[string]string{"TICKET_REF_SECRET": refSecret}},
 		HTTPLock: "tickets.end_users",
 		HTTP: func(svc *servicetest.Service) servicetest.Call {
 			return servicetest.Call{Method: "POST", Path: "/api/EndUsers", Body: `{"name":"In flight"}`,

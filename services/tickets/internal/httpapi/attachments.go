@@ -22,7 +22,7 @@ import (
 // Attachments is what the attachment routes call of the domain.
 type Attachments interface {
 	MaxBytes() int64
-	Upload(ctx context.Context, customerID, messageID int64, fileName string, body io.Reader) (tickets.Attachment, error)
+	Upload(ctx context.Context, customerID, messageID int64, fileName string, declared int64, body io.Reader) (tickets.Attachment, error)
 	Attachments(ctx context.Context, customerID, messageID int64) ([]tickets.Attachment, error)
 	Open(ctx context.Context, customerID, messageID, id int64) (tickets.Attachment, io.ReadCloser, error)
 	Delete(ctx context.Context, customerID, messageID, id int64) error
@@ -74,7 +74,9 @@ func (h *Handlers) uploadAttachment(c *gin.Context) error {
 		return err
 	}
 	defer part.Close()
-	a, err := h.Attachments.Upload(c.Request.Context(), cid, mid, name, &uploadBody{r: part, ctx: c.Request.Context()})
+	// The request's size bounds the file's: the quota is checked with it
+	// before a byte is stored.
+	a, err := h.Attachments.Upload(c.Request.Context(), cid, mid, name, c.Request.ContentLength, &uploadBody{r: part, ctx: c.Request.Context()})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,10 @@ type Channels interface {
 // (tickets.Attachments: the path uploads take).
 type Attachments interface {
 	MaxBytes() int64
+	// QuotaBytes caps a customer's attachment bytes; Usage is what the
+	// customer's attachments take now.
+	QuotaBytes() int64
+	Usage(ctx context.Context, customerID int64) (int64, error)
 	ReserveKeys(ctx context.Context, customerID int64, n int, due time.Time) ([]string, error)
 	Write(ctx context.Context, key, fileName string, body io.Reader) (tickets.Attachment, error)
 	Discard(ctx context.Context, keys []string) error
@@ -65,8 +69,11 @@ type Options struct {
 	// handling of one mail (default 15 minutes).
 	KeyDelay time.Duration
 	Metrics  *Metrics
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Refs checks the ticket references in subjects; without it no
+	// subject names a ticket.
+	Refs *tickets.Refs
+	Now  func() time.Time
+	Log  *slog.Logger
 }
 
 // Importer handles inbound mails.
@@ -134,12 +141,25 @@ func (im *Importer) handle(ctx context.Context, m contracts.InboundMail, progres
 	if !ch.Exists || ch.IsDeleted || ch.Kind != tickets.ChannelKindEmail {
 		return tickets.MailImported{}, reject("channel %d is not a live e-mail channel of customer %d", in.Mail.ChannelID, in.CustomerID)
 	}
+	in.Mailbox = ch.EmailAddress
+	in.SubjectTicketID = im.o.Refs.Find(in.CustomerID, in.Mail.Subject)
 	keys, err := im.copyAttachments(ctx, m, &in, progress)
 	if err != nil {
 		im.discard(ctx, keys)
 		return tickets.MailImported{}, err
 	}
+	in.QuotaBytes = im.attachments.QuotaBytes()
 	out, err := im.store.ImportMail(ctx, in)
+	if errors.Is(err, tickets.ErrQuota) {
+		// Other attachments of the customer took the room since the copies
+		// were checked: the mail is kept, its attachments listed as
+		// skipped.
+		for _, a := range in.Attachments {
+			in.Mail.Skipped = append(in.Mail.Skipped, tickets.SkippedAttachment{Name: a.FileName, Size: a.Size, Reason: tickets.SkipQuota})
+		}
+		in.Attachments = nil
+		out, err = im.store.ImportMail(ctx, in)
+	}
 	used := map[string]bool{}
 	if err == nil && out.Outcome != tickets.MailDuplicate {
 		for _, a := range in.Attachments {
@@ -173,8 +193,9 @@ func (im *Importer) discard(ctx context.Context, keys []string) {
 // message's transaction claims them, they are garbage falling due after
 // KeyDelay). Files over the size cap, gone from the import bucket or not
 // matching the mail's SHA-256 are skipped (in.Mail.Skipped); any other
-// failure is an error and the mail is redelivered. It returns every
-// reserved key.
+// failure is an error and the mail is redelivered. Files that would take
+// the customer's attachments over the quota are skipped too (reason
+// quota). It returns every reserved key.
 func (im *Importer) copyAttachments(ctx context.Context, m contracts.InboundMail, in *tickets.MailImport, progress func()) ([]string, error) {
 	var carried []contracts.InboundAttachment
 	for _, a := range m.Attachments {
@@ -185,6 +206,11 @@ func (im *Importer) copyAttachments(ctx context.Context, m contracts.InboundMail
 	if len(carried) == 0 {
 		return nil, nil
 	}
+	used, err := im.attachments.Usage(ctx, in.CustomerID)
+	if err != nil {
+		return nil, err
+	}
+	quota := im.attachments.QuotaBytes()
 	keys, err := im.attachments.ReserveKeys(ctx, in.CustomerID, len(carried), im.o.Now().Add(im.o.KeyDelay))
 	if err != nil {
 		return nil, err
@@ -200,8 +226,15 @@ func (im *Importer) copyAttachments(ctx context.Context, m contracts.InboundMail
 			skip(a, tickets.SkipTooLarge)
 			continue
 		}
+		if tickets.CheckQuota(used, quota, max(a.Size, 0)) != nil {
+			skip(a, tickets.SkipQuota)
+			continue
+		}
 		stored, err := im.copyOne(ctx, keys[i], a)
 		switch {
+		case err == nil && tickets.CheckQuota(used, quota, stored.Size) != nil:
+			// Larger than the import worker said.
+			skip(a, tickets.SkipQuota)
 		case apperr.Is(err, apperr.NotFound):
 			skip(a, tickets.SkipMissing)
 		case apperr.Is(err, apperr.TooLarge):
@@ -214,6 +247,7 @@ func (im *Importer) copyAttachments(ctx context.Context, m contracts.InboundMail
 			skip(a, tickets.SkipChecksum)
 		default:
 			in.Attachments = append(in.Attachments, stored)
+			used += stored.Size
 		}
 	}
 	return keys, nil

@@ -50,6 +50,13 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
+	return newEnvWith(t, 0, nil)
+}
+
+// newEnvWith is newEnv with an attachment quota (0: the default) and the
+// store the importer uses wrapped by wrap (nil: as it is).
+func newEnvWith(t *testing.T, quota int64, wrap func(*postgres.Store) mailin.Store) env {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	store := postgres.New(pool, time.Now)
@@ -83,8 +90,12 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attachments := tickets.NewAttachments(store, own, tickets.AttachmentOptions{MaxBytes: 1 << 20, GarbageDelay: time.Minute})
-	importer := mailin.New(store, lookup.New(bus), attachments,
+	attachments := tickets.NewAttachments(store, own, tickets.AttachmentOptions{MaxBytes: 1 << 20, QuotaBytes: quota, GarbageDelay: time.Minute})
+	var importStore mailin.Store = store
+	if wrap != nil {
+		importStore = wrap(store)
+	}
+	importer := mailin.New(importStore, lookup.New(bus), attachments,
 		mailin.NewBucketSource(bus.JS, names.Stream(contracts.BucketMailAttachments)), mailin.Options{Log: log})
 	return env{bus: bus, names: names, pool: pool, store: store, attachments: attachments, inbox: inbox, importer: importer}
 }
@@ -344,6 +355,71 @@ func TestSkippedAttachments(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := e.objects(t); n != 1 {
+		t.Fatalf("%d objects", n)
+	}
+}
+
+// beforeImport runs before once ahead of the first ImportMail (another
+// upload taking the quota's room while a mail's attachments are copied).
+type beforeImport struct {
+	*postgres.Store
+	before func()
+	once   sync.Once
+}
+
+func (s *beforeImport) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.MailImported, error) {
+	s.once.Do(s.before)
+	return s.Store.ImportMail(ctx, in)
+}
+
+// A mail over the customer's attachment quota is imported; the files that
+// do not fit are listed as skipped (reason quota), also when the room went
+// to another upload between the copy and the import's transaction.
+func TestImportOverQuotaKeepsTheMail(t *testing.T) {
+	var e env
+	var racer *beforeImport
+	e = newEnvWith(t, 1000, func(s *postgres.Store) mailin.Store {
+		racer = &beforeImport{Store: s, before: func() {}}
+		return racer
+	})
+	ctx := context.Background()
+	m := mail("q1", e.object(t, "a.bin", random(t, 600)), e.object(t, "b.bin", random(t, 600)), e.object(t, "c.bin", random(t, 300)))
+	out, err := e.importer.Handle(ctx, m, nil)
+	if err != nil || out.Outcome != tickets.MailNewTicket {
+		t.Fatalf("import %+v %v", out, err)
+	}
+	list, _ := e.attachments.Attachments(ctx, customer, out.MessageID)
+	msg, _ := e.store.Message(ctx, customer, out.MessageID)
+	if len(list) != 2 || list[0].FileName != "a.bin" || list[1].FileName != "c.bin" ||
+		len(msg.Mail.Skipped) != 1 || msg.Mail.Skipped[0] != (tickets.SkippedAttachment{Name: "b.bin", Size: 600, Reason: tickets.SkipQuota}) {
+		t.Fatalf("attachments %+v, skipped %+v", list, msg.Mail.Skipped)
+	}
+
+	// 900 of 1000 used; 50 more would fit, but an upload of 60 takes the
+	// room before the import's transaction.
+	racer.once = sync.Once{}
+	racer.before = func() {
+		if _, err := e.attachments.Upload(ctx, customer, out.MessageID, "upload.bin", -1, bytes.NewReader(random(t, 60))); err != nil {
+			t.Errorf("upload: %v", err)
+		}
+	}
+	out2, err := e.importer.Handle(ctx, mail("q2", e.object(t, "d.bin", random(t, 50))), nil)
+	if err != nil || out2.Outcome != tickets.MailNewTicket {
+		t.Fatalf("import %+v %v", out2, err)
+	}
+	list, _ = e.attachments.Attachments(ctx, customer, out2.MessageID)
+	msg, _ = e.store.Message(ctx, customer, out2.MessageID)
+	if len(list) != 0 || len(msg.Mail.Skipped) != 1 || msg.Mail.Skipped[0] != (tickets.SkippedAttachment{Name: "d.bin", Size: 50, Reason: tickets.SkipQuota}) {
+		t.Fatalf("attachments %+v, skipped %+v", list, msg.Mail.Skipped)
+	}
+	if u, _ := e.attachments.Usage(ctx, customer); u != 960 {
+		t.Fatalf("usage %d", u)
+	}
+	// Only the stored files' bytes stay.
+	if _, err := e.attachments.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.objects(t); n != 3 {
 		t.Fatalf("%d objects", n)
 	}
 }

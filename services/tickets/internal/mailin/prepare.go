@@ -2,9 +2,7 @@ package mailin
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -28,9 +26,6 @@ const (
 	maxThreadIDs = 50
 )
 
-// subjectRef is a ticket reference in a subject: "[#123]".
-var subjectRef = regexp.MustCompile(`\[#(\d{1,18})\]`)
-
 // rejection is a mail that can never be imported (terminated, not
 // redelivered).
 type rejection struct{ reason string }
@@ -52,8 +47,8 @@ func reject(format string, args ...any) error { return rejection{fmt.Sprintf(for
 //     tickets.MaxMessageLen (Truncated set); when nothing is left, the
 //     subject, or NoText without one;
 //   - the HTML body is sanitised (mailtext.SanitizeHTML);
-//   - ThreadIDs are In-Reply-To, then References newest first;
-//     SubjectTicketID is the first "[#id]" of the subject;
+//   - ThreadIDs are In-Reply-To, then References newest first (the
+//     subject's ticket reference needs the tickets secret: Importer);
 //   - the attachments the import worker did not carry are listed as
 //     skipped with its reason.
 //
@@ -119,9 +114,6 @@ func Prepare(m contracts.InboundMail) (tickets.MailImport, error) {
 			HTML:              mailtext.SanitizeHTML(clean(m.BodyHTML)),
 			Truncated:         truncated,
 		},
-	}
-	if ref := subjectRef.FindStringSubmatch(subject); ref != nil {
-		in.SubjectTicketID, _ = strconv.ParseInt(ref[1], 10, 64)
 	}
 	for _, a := range m.Attachments {
 		if a.Object == "" {

@@ -217,12 +217,14 @@ var policy = func() *bluemonday.Policy {
 	return p
 }()
 
-// SanitizeHTML returns the HTML body safe to embed in the agents' pages.
+// SanitizeHTML returns the HTML body safe to embed in the agents' pages:
+// the policy's output without remote images (each replaced by its alt
+// text; dropRemoteImages).
 func SanitizeHTML(body string) string {
 	if strings.TrimSpace(body) == "" {
 		return ""
 	}
-	return strings.TrimSpace(policy.Sanitize(body))
+	return strings.TrimSpace(dropRemoteImages(policy.Sanitize(body)))
 }
 
 var (

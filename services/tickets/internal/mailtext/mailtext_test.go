@@ -112,8 +112,8 @@ func TestSanitizeHTML(t *testing.T) {
 			[]string{"style", "display"}},
 		{"iframe, object and forms go", `<iframe src="https://evil.example"></iframe><object data="x"></object><form action="https://evil.example"><input name="p"><button>Go</button></form>`,
 			nil, []string{"iframe", "object", "form", "input", "button", "evil"}},
-		{"event handlers go", `<a href="https://ok.example" onclick="steal()">l</a><img src="https://ok.example/i.png" onerror="steal()">`,
-			[]string{`href="https://ok.example"`, `src="https://ok.example/i.png"`}, []string{"onclick", "onerror", "steal"}},
+		{"event handlers go", `<a href="https://ok.example" onclick="steal()">l</a><img src="cid:i.png" onerror="steal()">`,
+			[]string{`href="https://ok.example"`, `src="cid:i.png"`}, []string{"onclick", "onerror", "steal"}},
 		{"javascript URLs go", `<a href="javascript:alert(1)">x</a><a href="JaVaScRiPt:alert(1)">y</a>`, nil, []string{"javascript", "alert"}},
 		{"links get nofollow and a new tab", `<a href="https://shop.example/o/1">order</a>`,
 			[]string{`rel="nofollow noopener"`, `target="_blank"`}, nil},
@@ -121,6 +121,16 @@ func TestSanitizeHTML(t *testing.T) {
 		{"data images stay, svg does not", `<img src="data:image/png;base64,iVBORw0KGgo="><img src="data:image/svg+xml;base64,PHN2Zz4=">`,
 			[]string{`src="data:image/png;base64,iVBORw0KGgo="`}, []string{"svg"}},
 		{"http images are emptied", `<img src="http://tracker.example/p.gif">`, nil, []string{"tracker"}},
+		// Remote images tell the sender when and where the mail was read.
+		{"remote images go, their alt text stays", `<p>Hi<img src="https://tracker.example/p.gif?u=ada" alt="Our logo (new)" width="1"></p>`,
+			[]string{"<p>HiOur logo (new)</p>"}, []string{"<img", "tracker", "p.gif"}},
+		{"remote image without alt goes", `<p>a<IMG SRC="https://tracker.example/p.gif"/>b</p>`, []string{"<p>ab</p>"}, []string{"img", "tracker"}},
+		{"protocol-relative and http images go", `<img src="//tracker.example/a.gif" alt="A"><img src="http://tracker.example/b.gif" alt="B">`,
+			[]string{"AB"}, []string{"img", "tracker"}},
+		{"inline images stay beside a dropped one", `<img src="cid:logo@x" alt="logo"><img src="https://t.example/x.gif" alt="pixel">`,
+			[]string{`<img src="cid:logo@x" alt="logo">`, "pixel"}, []string{"t.example"}},
+		{"data image in a link stays, remote image in a link goes", `<a href="https://shop.example"><img src="https://cdn.example/b.png" alt="Shop"></a>`,
+			[]string{`href="https://shop.example"`, ">Shop</a>"}, []string{"cdn.example", "<img"}},
 		{"data links to html go", `<a href="data:text/html;base64,PHNjcmlwdD4=">x</a>`, nil, []string{"data:text"}},
 		{"meta refresh and base go", `<meta http-equiv="refresh" content="0;url=https://evil.example"><base href="https://evil.example">`, nil,
 			[]string{"meta", "base", "evil"}},
@@ -142,6 +152,15 @@ func TestSanitizeHTML(t *testing.T) {
 	}
 	if SanitizeHTML("  \n") != "" {
 		t.Fatal("blank HTML is not empty")
+	}
+}
+
+// The alt text that replaces a remote image is text: markup in it (which
+// bluemonday's alt pattern refuses anyway) stays escaped.
+func TestDropRemoteImagesEscapesAlt(t *testing.T) {
+	got := dropRemoteImages(`<p><img src="https://t.example/x.gif" alt="&lt;script&gt;x()&lt;/script&gt;"></p>`)
+	if got != "<p>&lt;script&gt;x()&lt;/script&gt;</p>" {
+		t.Fatalf("%q", got)
 	}
 }
 

@@ -39,11 +39,12 @@ func (s *Store) ReserveBlob(ctx context.Context, customerID, messageID int64, ke
 }
 
 // AddAttachment stores the metadata and takes its key off the garbage
-// list, in one transaction.
-func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment) (tickets.Attachment, error) {
+// list, in one transaction, if the customer's attachments still fit in
+// quota bytes with it.
+func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment, quota int64) (tickets.Attachment, error) {
 	var out tickets.Attachment
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		stored, err := s.claimAttachments(ctx, tx, a.CustomerID, a.MessageID, []tickets.Attachment{a})
+		stored, err := s.claimAttachments(ctx, tx, a.CustomerID, a.MessageID, []tickets.Attachment{a}, quota)
 		if err == nil {
 			out = stored[0]
 		}
@@ -62,6 +63,14 @@ func attachmentMessageGone(err error) error {
 		return apperr.Wrap(apperr.NotFound, err, "message not found")
 	}
 	return nil
+}
+
+// AttachmentUsage is the bytes of the customer's attachments (kept by the
+// triggers of migration 013).
+func (s *Store) AttachmentUsage(ctx context.Context, customerID int64) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT coalesce((SELECT bytes FROM attachment_usage WHERE customer_id = $1), 0)`, customerID).Scan(&n)
+	return n, postgres.Error(err, "attachment")
 }
 
 // Attachments lists the attachments of the customer's message, oldest

@@ -69,6 +69,13 @@ const garbageDelay = 70 * time.Second
 
 func newAttachmentsEnv(t *testing.T, maxBytes int64) attachmentsEnv {
 	t.Helper()
+	return newQuotaEnv(t, maxBytes, 0)
+}
+
+// newQuotaEnv is newAttachmentsEnv with a per-customer quota (0: the
+// default).
+func newQuotaEnv(t *testing.T, maxBytes, quota int64) attachmentsEnv {
+	t.Helper()
 	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
 	clock := clocktest.New(time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC))
 	store := postgres.New(pool, clock.Now)
@@ -82,7 +89,7 @@ func newAttachmentsEnv(t *testing.T, maxBytes int64) attachmentsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := tickets.NewAttachments(store, blobs, tickets.AttachmentOptions{MaxBytes: maxBytes, GarbageDelay: garbageDelay,
+	svc := tickets.NewAttachments(store, blobs, tickets.AttachmentOptions{MaxBytes: maxBytes, QuotaBytes: quota, GarbageDelay: garbageDelay,
 		SweepBatch: 2, Now: clock.Now})
 	return attachmentsEnv{svc: svc, store: store, pool: pool, blobs: blobs, clock: clock}
 }
@@ -135,7 +142,7 @@ func TestUploadListOpenDelete(t *testing.T) {
 	ctx := context.Background()
 	m := seedMessage(t, env.pool, tenantA)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), randomData(t, 3000)...)
-	a, err := env.svc.Upload(ctx, tenantA, m.messageID, `C:\Users\x\report.txt`, bytes.NewReader(png))
+	a, err := env.svc.Upload(ctx, tenantA, m.messageID, `C:\Users\x\report.txt`, -1, bytes.NewReader(png))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +153,7 @@ func TestUploadListOpenDelete(t *testing.T) {
 	if g := garbage(t, env.pool); len(g) != 0 {
 		t.Fatalf("garbage rows after a stored upload: %v", g)
 	}
-	empty, err := env.svc.Upload(ctx, tenantA, m.messageID, "empty.bin", bytes.NewReader(nil))
+	empty, err := env.svc.Upload(ctx, tenantA, m.messageID, "empty.bin", -1, bytes.NewReader(nil))
 	if err != nil || empty.Size != 0 || empty.ContentType != "application/octet-stream" {
 		t.Fatalf("empty upload: %+v, %v", empty, err)
 	}
@@ -173,7 +180,7 @@ func TestUploadListOpenDelete(t *testing.T) {
 		"other message":  errOf3(env.svc.Open(ctx, tenantB, other.messageID, a.ID)),
 		"delete":         env.svc.Delete(ctx, tenantB, m.messageID, a.ID),
 		"delete via msg": env.svc.Delete(ctx, tenantB, other.messageID, a.ID),
-		"upload":         errOnly(env.svc.Upload(ctx, tenantB, m.messageID, "x", bytes.NewReader([]byte("x")))),
+		"upload":         errOnly(env.svc.Upload(ctx, tenantB, m.messageID, "x", -1, bytes.NewReader([]byte("x")))),
 	} {
 		if !apperr.Is(err, apperr.NotFound) {
 			t.Errorf("%s: %v, want not found", name, err)
@@ -209,7 +216,7 @@ func TestUploadSizeCap(t *testing.T) {
 	env := newAttachmentsEnv(t, 300_000)
 	ctx := context.Background()
 	m := seedMessage(t, env.pool, tenantA)
-	if _, err := env.svc.Upload(ctx, tenantA, m.messageID, "big", bytes.NewReader(randomData(t, 300_001))); !apperr.Is(err, apperr.TooLarge) {
+	if _, err := env.svc.Upload(ctx, tenantA, m.messageID, "big", -1, bytes.NewReader(randomData(t, 300_001))); !apperr.Is(err, apperr.TooLarge) {
 		t.Fatalf("upload over the cap: %v", err)
 	}
 	keys := garbage(t, env.pool)
@@ -227,7 +234,7 @@ func TestUploadSizeCap(t *testing.T) {
 	if list, _ := env.svc.Attachments(ctx, tenantA, m.messageID); len(list) != 0 {
 		t.Fatalf("attachments %+v", list)
 	}
-	if a, err := env.svc.Upload(ctx, tenantA, m.messageID, "exact", bytes.NewReader(randomData(t, 300_000))); err != nil || a.Size != 300_000 {
+	if a, err := env.svc.Upload(ctx, tenantA, m.messageID, "exact", -1, bytes.NewReader(randomData(t, 300_000))); err != nil || a.Size != 300_000 {
 		t.Fatalf("upload of exactly the cap: %+v, %v", a, err)
 	}
 }
@@ -259,7 +266,7 @@ func TestInterruptedUploadIsCollected(t *testing.T) {
 	// An upload that outlived the delay finds its key swept: no metadata
 	// pointing at missing bytes.
 	if _, err := env.store.AddAttachment(ctx, tickets.Attachment{CustomerID: tenantA, MessageID: m.messageID,
-		FileName: "late", ContentType: "text/plain", Key: key, SHA256: "x"}); !apperr.Is(err, apperr.Unavailable) {
+		FileName: "late", ContentType: "text/plain", Key: key, SHA256: "x"}, tickets.DefaultAttachmentQuota); !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("late metadata: %v", err)
 	}
 	if list, _ := env.svc.Attachments(ctx, tenantA, m.messageID); len(list) != 0 {
@@ -276,13 +283,13 @@ func TestDeletedTicketsBytesAreSwept(t *testing.T) {
 	keep := seedMessage(t, env.pool, tenantA)
 	var keys []string
 	for i := range 5 {
-		a, err := env.svc.Upload(ctx, tenantA, m.messageID, "f", bytes.NewReader(randomData(t, 1000*i)))
+		a, err := env.svc.Upload(ctx, tenantA, m.messageID, "f", -1, bytes.NewReader(randomData(t, 1000*i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, a.Key)
 	}
-	kept, err := env.svc.Upload(ctx, tenantA, keep.messageID, "kept", bytes.NewReader([]byte("kept")))
+	kept, err := env.svc.Upload(ctx, tenantA, keep.messageID, "kept", -1, bytes.NewReader([]byte("kept")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,5 +386,119 @@ func TestConcurrentSweepersDeleteEachKeyOnce(t *testing.T) {
 	}
 	if g := garbage(t, env.pool); len(g) != 0 {
 		t.Fatalf("rows left: %v", g)
+	}
+}
+
+// quotaFigures returns the figures of a refusal over the quota.
+func quotaFigures(t *testing.T, err error) tickets.QuotaFigures {
+	t.Helper()
+	var ae *apperr.Error
+	if !errors.Is(err, tickets.ErrQuota) || !errors.As(err, &ae) || ae.Code != apperr.TooLarge {
+		t.Fatalf("error %v, want the quota's 413", err)
+	}
+	f, ok := ae.Extensions["quota"].(tickets.QuotaFigures)
+	if !ok {
+		t.Fatalf("extensions %+v", ae.Extensions)
+	}
+	return f
+}
+
+func usage(t *testing.T, env attachmentsEnv, customerID int64) int64 {
+	t.Helper()
+	n, err := env.svc.Usage(context.Background(), customerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The per-customer quota: counted on upload, checked before a byte is
+// stored (with the request's size) and when the metadata is stored (with
+// the file's), freed by deleting an attachment, a message or a ticket; the
+// bytes of a refused upload go at once; another customer has its own.
+func TestAttachmentQuota(t *testing.T) {
+	env := newQuotaEnv(t, 1<<20, 10_000)
+	ctx := context.Background()
+	m := seedMessage(t, env.pool, tenantA)
+	a6, err := env.svc.Upload(ctx, tenantA, m.messageID, "six", -1, bytes.NewReader(randomData(t, 6000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, env, tenantA); u != 6000 {
+		t.Fatalf("usage %d", u)
+	}
+	// Over the quota by its real size: refused, nothing kept.
+	_, err = env.svc.Upload(ctx, tenantA, m.messageID, "five", -1, bytes.NewReader(randomData(t, 5000)))
+	if f := quotaFigures(t, err); f != (tickets.QuotaFigures{Used: 6000, Limit: 10_000, Size: 5000}) {
+		t.Fatalf("figures %+v", f)
+	}
+	g := garbage(t, env.pool)
+	if len(g) != 1 {
+		t.Fatalf("garbage %v: the refused upload's key is not due", g)
+	}
+	for _, due := range g {
+		if due != nil {
+			t.Fatalf("the refused upload's bytes are due at %v, not at once", due)
+		}
+	}
+	if n, err := env.svc.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep %d %v", n, err)
+	}
+	// Over by the request's size: refused before a byte is stored.
+	_, err = env.svc.Upload(ctx, tenantA, m.messageID, "declared", 4001, bytes.NewReader(randomData(t, 10)))
+	if f := quotaFigures(t, err); f != (tickets.QuotaFigures{Used: 6000, Limit: 10_000, Size: 4001}) {
+		t.Fatalf("figures %+v", f)
+	}
+	if g := garbage(t, env.pool); len(g) != 0 {
+		t.Fatalf("garbage %v: a key was reserved", g)
+	}
+	// Exactly full fits; another customer has its own quota.
+	if _, err := env.svc.Upload(ctx, tenantA, m.messageID, "four", 4000, bytes.NewReader(randomData(t, 4000))); err != nil {
+		t.Fatal(err)
+	}
+	mb := seedMessage(t, env.pool, tenantB)
+	if _, err := env.svc.Upload(ctx, tenantB, mb.messageID, "b", -1, bytes.NewReader(randomData(t, 9000))); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting frees: the attachment, then the ticket (cascade).
+	if err := env.svc.Delete(ctx, tenantA, m.messageID, a6.ID); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, env, tenantA); u != 4000 {
+		t.Fatalf("usage after a deletion %d", u)
+	}
+	if _, err := env.pool.Exec(ctx, `DELETE FROM tickets WHERE ticket_id = $1`, m.ticketID); err != nil {
+		t.Fatal(err)
+	}
+	if u, ub := usage(t, env, tenantA), usage(t, env, tenantB); u != 0 || ub != 9000 {
+		t.Fatalf("usage after the ticket's deletion %d, other customer %d", u, ub)
+	}
+}
+
+// Concurrent uploads of one customer never take it over the quota
+// together: the check after the insert sees the others' bytes.
+func TestAttachmentQuotaConcurrentUploads(t *testing.T) {
+	env := newQuotaEnv(t, 1<<20, 10_000)
+	ctx := context.Background()
+	m := seedMessage(t, env.pool, tenantA)
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = env.svc.Upload(ctx, tenantA, m.messageID, "f", -1, bytes.NewReader(randomData(t, 3000)))
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, tickets.ErrQuota):
+			t.Fatalf("upload: %v", err)
+		}
+	}
+	if u := usage(t, env, tenantA); ok != 3 || u != 9000 {
+		t.Fatalf("%d uploads stored, usage %d; want 3 and 9000", ok, u)
 	}
 }

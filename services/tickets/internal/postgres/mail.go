@@ -59,7 +59,8 @@ func threadLock(in tickets.MailImport) string {
 // message when the mail was imported before (outcome duplicate, nothing
 // written), finds or creates the sender as an end user (end-user.created),
 // threads the mail (In-Reply-To and References, then conversation id, then
-// "[#id]" in the subject, all within the customer's channel) or opens a
+// the subject's ticket reference when the sender is a participant of that
+// ticket, all within the customer's channel) or opens a
 // ticket (ticket.created), inserts the message (ticket.message.created;
 // ticket.updated when it reopens the ticket) and stores its attachments'
 // metadata, taking their keys off the garbage list. A concurrent import of
@@ -98,7 +99,7 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 			return err
 		}
 		out.TicketID, out.MessageID = t.ID, m.ID
-		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments)
+		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments, in.QuotaBytes)
 		return err
 	})
 	if postgres.UniqueViolation(err, mailKey) {
@@ -135,24 +136,28 @@ func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, se
 }
 
 // mailThread finds and locks the ticket the mail belongs to, trying the
-// rules in order; a ticket deleted since its lookup counts as not found.
+// rules in order; a ticket deleted since its lookup counts as not found. A
+// ticket named by the subject's reference is joined only when the sender
+// may (tickets.MayJoinBySubject); otherwise the mail opens a ticket.
 func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport) (tickets.Ticket, bool, error) {
 	type rule struct {
 		skip bool
 		sql  string
 		args []any
+		// bySubject: the rule needs the sender to be a participant.
+		bySubject bool
 	}
 	rules := []rule{
-		{len(in.ThreadIDs) == 0, `SELECT ticket_id FROM ticket_messages
+		{skip: len(in.ThreadIDs) == 0, sql: `SELECT ticket_id FROM ticket_messages
 			WHERE customer_id = $1 AND mail_channel_id = $2 AND internet_message_id = ANY($3::text[])
 			ORDER BY array_position($3::text[], internet_message_id), message_id DESC LIMIT 1`,
-			[]any{in.CustomerID, in.Mail.ChannelID, in.ThreadIDs}},
-		{in.Mail.ConversationID == "", `SELECT ticket_id FROM ticket_messages
+			args: []any{in.CustomerID, in.Mail.ChannelID, in.ThreadIDs}},
+		{skip: in.Mail.ConversationID == "", sql: `SELECT ticket_id FROM ticket_messages
 			WHERE customer_id = $1 AND mail_channel_id = $2 AND conversation_id = $3
 			ORDER BY message_id DESC LIMIT 1`,
-			[]any{in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID}},
-		{in.SubjectTicketID <= 0, `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
-			[]any{in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID}},
+			args: []any{in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID}},
+		{skip: in.SubjectTicketID <= 0, sql: `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
+			args: []any{in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID}, bySubject: true},
 	}
 	for _, r := range rules {
 		if r.skip {
@@ -170,16 +175,45 @@ func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport
 		if apperr.Is(err, apperr.NotFound) {
 			continue
 		}
-		return t, err == nil, err
+		if err != nil {
+			return tickets.Ticket{}, false, err
+		}
+		if r.bySubject {
+			p, err := participants(ctx, tx, t)
+			if err != nil {
+				return tickets.Ticket{}, false, err
+			}
+			if !tickets.MayJoinBySubject(in.Sender.Address, in.Mailbox, p) {
+				continue
+			}
+		}
+		return t, true, nil
 	}
 	return tickets.Ticket{}, false, nil
+}
+
+// participants are the ticket's end user's address and the From, To and Cc
+// addresses of the ticket's mail-made messages.
+func participants(ctx context.Context, tx pgx.Tx, t tickets.Ticket) (tickets.Participants, error) {
+	var p tickets.Participants
+	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT email FROM end_users WHERE customer_id = $1 AND end_user_id = $3), ''),
+		coalesce((SELECT array_agg(DISTINCT a.address) FROM ticket_messages m,
+			LATERAL (SELECT m.mail_from_address
+				UNION ALL SELECT e->>'address' FROM jsonb_array_elements(coalesce(m.mail_to, '[]') || coalesce(m.mail_cc, '[]')) e) a(address)
+			WHERE m.customer_id = $1 AND m.ticket_id = $2 AND m.provider_message_id IS NOT NULL AND a.address IS NOT NULL), '{}')`,
+		t.CustomerID, t.ID, t.EndUserID).Scan(&p.EndUser, &p.Thread)
+	return p, err
 }
 
 // claimAttachments stores the metadata of attachments whose bytes are
 // written, as attachments of message, and takes their keys off the garbage
 // list. When a key is no longer listed (the sweeper took it: the writer
 // outlived its due time) it is an Unavailable error and nothing is stored.
-func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment) ([]tickets.Attachment, error) {
+// The customer's attachments must fit in quota bytes with them
+// (tickets.CheckQuota): the insert's trigger adds their sizes to the
+// customer's attachment_usage row, which stays locked until the commit, so
+// the figure read after it is exact and concurrent claims queue.
+func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment, quota int64) ([]tickets.Attachment, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -188,8 +222,10 @@ func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, mes
 	types := make([]string, len(in))
 	sizes := make([]int64, len(in))
 	sums := make([]string, len(in))
+	var added int64
 	for i, a := range in {
 		keys[i], names[i], types[i], sizes[i], sums[i] = a.Key, a.FileName, a.ContentType, a.Size, a.SHA256
+		added += a.Size
 	}
 	var claimed int
 	if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM blob_garbage WHERE object_key = ANY($1) RETURNING 1)
@@ -200,10 +236,21 @@ func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, mes
 		// The sweeper has deleted (or is deleting) the bytes.
 		return nil, apperr.E(apperr.Unavailable, "the upload took too long; send it again")
 	}
-	return postgres.Collect(ctx, tx, "attachment", `INSERT INTO attachments (customer_id, message_id, file_name,
+	out, err := postgres.Collect(ctx, tx, "attachment", `INSERT INTO attachments (customer_id, message_id, file_name,
 		content_type, size, sha256, object_key, created_at)
 		SELECT $1, $2, f, c, n, h, k, $8 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[]) AS u(f, c, n, h, k)
 		RETURNING `+attachmentCols, scanAttachment, customerID, messageID, names, types, sizes, sums, keys, s.now())
+	if err != nil {
+		return nil, err
+	}
+	var used int64
+	if err := tx.QueryRow(ctx, `SELECT bytes FROM attachment_usage WHERE customer_id = $1`, customerID).Scan(&used); err != nil {
+		return nil, err
+	}
+	if err := tickets.CheckQuota(used-added, quota, added); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ReserveBlobs lists keys as garbage due at due, before their bytes are
@@ -257,13 +304,15 @@ func (s *Store) SetDelivery(ctx context.Context, customerID, messageID int64, d 
 
 // replyMail is what message.reply.sent carries for delivery by mail: the
 // end user's name and address, and the provider and Message-IDs of the
-// ticket's latest mail, the end user's own preferred.
+// end user's latest mail in the ticket (none when the end user wrote none:
+// a reply to another sender's mail would go to that sender).
 func (s *Store) replyMail(ctx context.Context, tx pgx.Tx, t tickets.Ticket) (to contracts.MailAddress, providerID, internetID string, err error) {
 	err = tx.QueryRow(ctx, `SELECT u.name, coalesce(u.email, ''), coalesce(m.provider_message_id, ''),
 		coalesce(m.internet_message_id, '')
 		FROM end_users u LEFT JOIN LATERAL (SELECT provider_message_id, internet_message_id FROM ticket_messages
 			WHERE customer_id = $1 AND ticket_id = $2 AND sender_type = 'EndUser' AND provider_message_id IS NOT NULL
-			ORDER BY mail_from_address IS NOT DISTINCT FROM u.email DESC, created_at DESC, message_id DESC LIMIT 1) m ON true
+			AND mail_from_address = u.email
+			ORDER BY created_at DESC, message_id DESC LIMIT 1) m ON true
 		WHERE u.customer_id = $1 AND u.end_user_id = $3`, t.CustomerID, t.ID, t.EndUserID).
 		Scan(&to.Name, &to.Address, &providerID, &internetID)
 	return to, providerID, internetID, err

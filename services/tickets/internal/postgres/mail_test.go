@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -34,6 +35,7 @@ func mailOf(customerID int64, id string) tickets.MailImport {
 			Cc:      []contracts.MailAddress{{Address: "bob@example.com"}},
 			Subject: "Printer on fire " + id, ReceivedAt: clock.Add(-time.Minute), HTML: "<p>It is on fire.</p>",
 		},
+		QuotaBytes: tickets.DefaultAttachmentQuota,
 	}
 }
 
@@ -262,6 +264,57 @@ func TestImportMailThreading(t *testing.T) {
 	}
 }
 
+// A ticket reference in the subject joins its ticket only for its end user
+// and the people already on its mail thread; a stranger naming it opens a
+// ticket of their own. In-Reply-To/References and the conversation id need
+// no participant (they name a mail only its recipients know).
+func TestImportMailSubjectRefNeedsParticipant(t *testing.T) {
+	s, pool := newStore(t)
+	a := importMail(t, s, mailOf(tenantA, "a")) // from ada, Cc bob, to support@shop.example
+	from := func(id, address string, change func(*tickets.MailImport)) tickets.MailImport {
+		in := mailOf(tenantA, id)
+		in.Sender = contracts.MailAddress{Name: address, Address: address}
+		in.Mail.From, in.Mail.Cc = in.Sender, nil
+		in.Mailbox = "support@shop.example"
+		if change != nil {
+			change(&in)
+		}
+		return in
+	}
+	bySubject := func(in *tickets.MailImport) { in.SubjectTicketID = a.TicketID }
+	tests := []struct {
+		name string
+		in   tickets.MailImport
+		join bool
+	}{
+		{"a stranger naming the ticket opens a new one", from("s1", "mallory@evil.example", bySubject), false},
+		{"the mailbox's own address is no participant", from("s2", "support@shop.example", bySubject), false},
+		{"the end user joins", from("s3", "ada@example.com", bySubject), true},
+		{"a colleague in Cc of a mail of the thread joins", from("s4", "bob@example.com", bySubject), true},
+		{"a stranger answering a mail of the thread (In-Reply-To) joins", from("s5", "carol@example.net", func(in *tickets.MailImport) {
+			in.ThreadIDs = []string{"<a@mail.example>"}
+		}), true},
+		{"a stranger in the thread's conversation joins", from("s6", "dave@example.net", func(in *tickets.MailImport) {
+			in.Mail.ConversationID = "conv-a"
+		}), true},
+		{"who joined by a header is on the thread afterwards", from("s7", "carol@example.net", bySubject), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := importMail(t, s, tt.in)
+			if tt.join != (out.Outcome == tickets.MailJoined && out.TicketID == a.TicketID) {
+				t.Fatalf("import %+v, join %v", out, tt.join)
+			}
+			if !tt.join && out.Outcome != tickets.MailNewTicket {
+				t.Fatalf("import %+v, want a new ticket", out)
+			}
+		})
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ticket_messages WHERE customer_id = $1 AND ticket_id = $2`, tenantA, a.TicketID); n != 6 {
+		t.Fatalf("%d messages in the ticket", n)
+	}
+}
+
 // Two mails of one new conversation at once open one ticket.
 func TestImportMailOneTicketPerNewConversation(t *testing.T) {
 	s, pool := newStore(t)
@@ -371,6 +424,7 @@ func TestImportMailAttachments(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].Key != keys[0] || got[1].FileName != "f1.txt" || got[1].Size != 2 || got[0].SHA256 != "sum0" {
 		t.Fatalf("attachments %+v %v", got, err)
 	}
+
 	if g := garbage(t, pool); len(g) != 0 {
 		t.Fatalf("garbage %v", g)
 	}
@@ -399,6 +453,24 @@ func TestImportMailAttachments(t *testing.T) {
 	if g := garbage(t, pool); len(g) != 1 || g[k] != nil {
 		t.Fatalf("garbage %v", g)
 	}
+	// Over the customer's quota (3 bytes used of 4): the import is refused
+	// whole (the importer then imports the mail without the attachments).
+	over := mailOf(tenantA, "over")
+	overKey := "1_mail_" + randid.Hex(16)
+	if err := s.ReserveBlobs(ctx, []string{overKey}, clock.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	over.QuotaBytes = 4
+	over.Attachments = []tickets.Attachment{{FileName: "big.txt", ContentType: "text/plain", Size: 2, SHA256: "x", Key: overKey}}
+	if _, err := s.ImportMail(ctx, over); !errors.Is(err, tickets.ErrQuota) || !apperr.Is(err, apperr.TooLarge) {
+		t.Fatalf("import over the quota: %v", err)
+	}
+	if _, dup, err := s.ImportedMail(ctx, tenantA, mailChannel, over.Mail.ProviderMessageID); dup || err != nil {
+		t.Fatalf("the refused import left a message: %v %v", dup, err)
+	}
+	if _, ok := garbage(t, pool)[overKey]; !ok {
+		t.Fatal("the refused import took its key off the garbage list")
+	}
 }
 
 func TestSendReplyForMail(t *testing.T) {
@@ -415,7 +487,11 @@ func TestSendReplyForMail(t *testing.T) {
 	if err := msgPatch(t, s, tenantA, first.MessageID, `{"aiReply":{"text":"Unplug it."}}`); err != nil {
 		t.Fatal(err)
 	}
-	sent, err := s.SendReply(ctx, tenantA, first.MessageID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel})
+	refs, err := tickets.NewRefs("0123456789abcdef0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := s.SendReply(ctx, tenantA, first.MessageID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel, Refs: refs})
 	if err != nil || sent.Delivery == nil || sent.Delivery.Status != tickets.DeliveryPending {
 		t.Fatalf("sent %+v %v", sent, err)
 	}
@@ -424,7 +500,8 @@ func TestSendReplyForMail(t *testing.T) {
 	want := contracts.ReplySent{MessageID: sent.ID, InReplyToID: first.MessageID, TicketID: first.TicketID, ChannelID: mailChannel,
 		EndUserID: d.EndUserID, Text: "Unplug it.", Subject: "Printer on fire 1",
 		To:                contracts.MailAddress{Name: "Ada Lovelace", Address: "ada@example.com"},
-		ReplyToProviderID: "AAMk-1", ReplyToInternetMessageID: "<1@mail.example>"}
+		ReplyToProviderID: "AAMk-1", ReplyToInternetMessageID: "<1@mail.example>",
+		TicketRef: refs.Ref(tenantA, first.TicketID)}
 	if d != want {
 		t.Fatalf("reply.sent\n%+v\nwant\n%+v", d, want)
 	}
@@ -451,6 +528,40 @@ func TestSendReplyForMail(t *testing.T) {
 	}
 	d = msgData[contracts.ReplySent](t, msgEvents(t, pool, contracts.EventReplySent)[1])
 	if d.To != (contracts.MailAddress{Name: "Writer"}) || d.ReplyToProviderID != "" || d.ReplyToInternetMessageID != "" || d.Subject != "Help" {
+		t.Fatalf("reply.sent %+v", d)
+	}
+}
+
+// send-reply never answers a mail whose sender is not the ticket's end
+// user: with only a colleague's mail left in the ticket, the reply is a new
+// mail to the end user (no replyToProviderID).
+func TestSendReplyNeverAnswersAnotherSender(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	first := importMail(t, s, mailOf(tenantA, "1"))
+	other := mailOf(tenantA, "2")
+	other.Sender = contracts.MailAddress{Name: "Mallory", Address: "mallory@evil.example"}
+	other.Mail.From = other.Sender
+	other.ThreadIDs = []string{"<1@mail.example>"}
+	if out := importMail(t, s, other); out.TicketID != first.TicketID {
+		t.Fatalf("other %+v", out)
+	}
+	if err := s.DeleteMessage(ctx, tenantA, first.MessageID); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser,
+		Text: "by phone", CustomFields: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := msgPatch(t, s, tenantA, m.ID, `{"aiReply":{"text":"Unplug it."}}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel}); err != nil {
+		t.Fatal(err)
+	}
+	d := msgData[contracts.ReplySent](t, msgEvents(t, pool, contracts.EventReplySent)[0])
+	if d.ReplyToProviderID != "" || d.ReplyToInternetMessageID != "" || d.To.Address != "ada@example.com" {
 		t.Fatalf("reply.sent %+v", d)
 	}
 }

@@ -187,11 +187,15 @@ func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.R
 		if err != nil {
 			return err
 		}
-		return s.addEvent(ctx, tx, contracts.EventReplySent, customerID, contracts.ReplySent{
+		ev := contracts.ReplySent{
 			MessageID: sent.ID, InReplyToID: m.ID, TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID,
 			Text: text, Modified: status == tickets.AIReplyModified,
 			Subject: t.Subject, To: to, ReplyToProviderID: providerID, ReplyToInternetMessageID: internetID,
-		})
+		}
+		if r.Refs != nil {
+			ev.TicketRef = r.Refs.Ref(customerID, t.ID)
+		}
+		return s.addEvent(ctx, tx, contracts.EventReplySent, customerID, ev)
 	})
 	return sent, postgres.Error(err, "message")
 }

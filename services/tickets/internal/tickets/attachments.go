@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -55,7 +56,11 @@ type AttachmentStore interface {
 	// AddAttachment stores the metadata and takes the key off the garbage
 	// list in one transaction; Unavailable when the key is no longer
 	// listed (the sweeper has taken it: the upload took too long).
-	AddAttachment(ctx context.Context, a Attachment) (Attachment, error)
+	// The customer's attachments with a must fit in quota bytes (else
+	// the error of CheckQuota, and nothing is stored).
+	AddAttachment(ctx context.Context, a Attachment, quota int64) (Attachment, error)
+	// AttachmentUsage is the bytes of the customer's attachments.
+	AttachmentUsage(ctx context.Context, customerID int64) (int64, error)
 	// ReserveBlobs lists keys as garbage due at due, for bytes written
 	// before their message exists (the mail import).
 	ReserveBlobs(ctx context.Context, keys []string, due time.Time) error
@@ -87,6 +92,9 @@ type Blobs interface {
 type AttachmentOptions struct {
 	// MaxBytes is the size cap of one file (ATTACHMENT_MAX_BYTES).
 	MaxBytes int64
+	// QuotaBytes caps the bytes of one customer's attachments
+	// (ATTACHMENT_QUOTA_BYTES; default DefaultAttachmentQuota).
+	QuotaBytes int64
 	// GarbageDelay is when an upload's bytes may be collected if its
 	// metadata was never stored: a little longer than any request runs
 	// (REQUEST_TIMEOUT), so the sweeper never takes a live upload's key.
@@ -113,6 +121,9 @@ func NewAttachments(store AttachmentStore, blobs Blobs, o AttachmentOptions) *At
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxAttachmentBytes
 	}
+	if o.QuotaBytes <= 0 {
+		o.QuotaBytes = DefaultAttachmentQuota
+	}
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = 30 * time.Second
 	}
@@ -131,12 +142,31 @@ func NewAttachments(store AttachmentStore, blobs Blobs, o AttachmentOptions) *At
 // MaxBytes is the size cap of one file.
 func (s *Attachments) MaxBytes() int64 { return s.o.MaxBytes }
 
+// QuotaBytes is the cap of one customer's attachment bytes.
+func (s *Attachments) QuotaBytes() int64 { return s.o.QuotaBytes }
+
+// Usage is the bytes of the customer's attachments.
+func (s *Attachments) Usage(ctx context.Context, customerID int64) (int64, error) {
+	return s.store.AttachmentUsage(ctx, customerID)
+}
+
 // Upload streams body into the blob store and stores the attachment of the
 // customer's message: the type sniffed from the first bytes, the SHA-256
 // and size counted on the way, the file name cleaned (CleanFileName). Over
-// MaxBytes it is a TooLarge error and nothing is kept. body's errors come
-// back as they are (the HTTP layer makes them client errors).
-func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, fileName string, body io.Reader) (Attachment, error) {
+// MaxBytes it is a TooLarge error and nothing is kept. The customer's
+// attachment quota is checked before a byte is stored, with declared (the
+// request's size, an upper bound of the file's; <= 0 when unknown), and
+// again with the file's size when its metadata is stored (CheckQuota's
+// error; the bytes go at once). body's errors come back as they are (the
+// HTTP layer makes them client errors).
+func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, fileName string, declared int64, body io.Reader) (Attachment, error) {
+	used, err := s.store.AttachmentUsage(ctx, customerID)
+	if err != nil {
+		return Attachment{}, err
+	}
+	if err := CheckQuota(used, s.o.QuotaBytes, max(declared, 0)); err != nil {
+		return Attachment{}, err
+	}
 	key := fmt.Sprintf("%d_%d_%s", customerID, messageID, randid.Hex(16))
 	// Listed as garbage before a byte is written: whatever happens next,
 	// the bytes are either described by metadata or collected.
@@ -148,7 +178,14 @@ func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, f
 		return Attachment{}, err
 	}
 	a.CustomerID, a.MessageID = customerID, messageID
-	return s.store.AddAttachment(ctx, a)
+	stored, err := s.store.AddAttachment(ctx, a, s.o.QuotaBytes)
+	if errors.Is(err, ErrQuota) {
+		// Another upload took the room meanwhile: the bytes go now.
+		if derr := s.Discard(context.WithoutCancel(ctx), []string{key}); derr != nil {
+			s.o.Log.WarnContext(ctx, "attachments: discarding an upload over the quota failed", "error", derr.Error())
+		}
+	}
+	return stored, err
 }
 
 // ReserveKeys returns n new keys for the customer's attachments of a

@@ -66,7 +66,8 @@ type fakeAttachmentStore struct {
 func (s *fakeAttachmentStore) ReserveBlob(context.Context, int64, int64, string, time.Time) error {
 	return nil
 }
-func (s *fakeAttachmentStore) AddAttachment(_ context.Context, a Attachment) (Attachment, error) {
+func (s *fakeAttachmentStore) AttachmentUsage(context.Context, int64) (int64, error) { return 0, nil }
+func (s *fakeAttachmentStore) AddAttachment(_ context.Context, a Attachment, _ int64) (Attachment, error) {
 	s.added = append(s.added, a)
 	return a, nil
 }
@@ -95,7 +96,7 @@ func TestUploadSniffsAndCounts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store, blobs := &fakeAttachmentStore{}, &fakeBlobs{data: map[string][]byte{}}
 			svc := NewAttachments(store, blobs, AttachmentOptions{MaxBytes: 1000})
-			a, err := svc.Upload(context.Background(), 7, 9, "x.txt", bytes.NewReader(tc.data))
+			a, err := svc.Upload(context.Background(), 7, 9, "x.txt", -1, bytes.NewReader(tc.data))
 			if tc.wantErr != "" {
 				if !apperr.Is(err, tc.wantErr) || len(store.added) != 0 {
 					t.Fatalf("err %v, stored %d", err, len(store.added))

@@ -46,6 +46,7 @@ const (
 	SkipMissing  = "missing"     // its bytes were gone from the import bucket
 	SkipChecksum = "checksum"    // the bytes did not match the mail's SHA-256
 	SkipNoBytes  = "not-carried" // the import worker sent no bytes and no reason
+	// SkipQuota (quota.go): the customer's attachment quota was full.
 )
 
 // MailImport is a mail ready for the store: validated and cleaned (package
@@ -63,11 +64,18 @@ type MailImport struct {
 	// ThreadIDs are the Message-IDs the mail answers, most relevant first:
 	// In-Reply-To, then References newest first.
 	ThreadIDs []string
-	// SubjectTicketID is the ticket a "[#123]" in the subject names (0: none).
+	// SubjectTicketID is the ticket a valid reference in the subject
+	// ("[#123-<tag>]", Refs.Find) names (0: none). The mail joins it only
+	// when its sender may (MayJoinBySubject).
 	SubjectTicketID int64
+	// Mailbox is the address of the channel's mailbox ("" when unknown).
+	Mailbox string
 	// Attachments have their bytes in the blob store under Key (reserved in
 	// blob_garbage); their MessageID is set by the store.
 	Attachments []Attachment
+	// QuotaBytes caps the customer's attachment bytes: attachments that do
+	// not fit fail the import with CheckQuota's error (ErrQuota).
+	QuotaBytes int64
 }
 
 // MailOutcome is what an import did.

@@ -42,6 +42,7 @@ type Messages struct {
 	look   Lookups
 	now    func() time.Time
 	ranker Ranker
+	refs   *Refs
 }
 
 // NewMessages returns the message service.
@@ -54,6 +55,13 @@ func NewMessages(store MessageStore, look Lookups, now func() time.Time) *Messag
 // local). It returns s.
 func (s *Messages) WithRanker(r Ranker) *Messages {
 	s.ranker = r
+	return s
+}
+
+// WithRefs makes send-reply put the ticket's reference, signed by r, into
+// message.reply.sent (the subject of the reply by mail). It returns s.
+func (s *Messages) WithRefs(r *Refs) *Messages {
+	s.refs = r
 	return s
 }
 
@@ -178,6 +186,8 @@ type ReplyInput struct {
 	// EmailChannelID is the ticket's channel when it is an e-mail channel
 	// (0 otherwise): the reply goes out by mail, its delivery is pending.
 	EmailChannelID int64
+	// Refs makes the ticket's reference of message.reply.sent (nil: none).
+	Refs *Refs
 }
 
 // ReplyToSend decides what POST .../send-reply sends for message m: the
@@ -205,7 +215,7 @@ func ReplyToSend(m Message, modifiedAnswer string) (string, AIReplyStatus, error
 // SendReply sends the message's prepared reply or the modified answer as
 // a new Agent message of the ticket (written by accountID).
 func (s *Messages) SendReply(ctx context.Context, customerID, accountID, id int64, modifiedAnswer *string) (Message, error) {
-	in := ReplyInput{AccountID: accountID}
+	in := ReplyInput{AccountID: accountID, Refs: s.refs}
 	if modifiedAnswer != nil {
 		in.ModifiedAnswer = strings.TrimSpace(*modifiedAnswer)
 		var v apperr.Validation
