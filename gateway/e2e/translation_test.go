@@ -51,7 +51,7 @@ func TestTranslateWithTheLLMProvider(t *testing.T) {
 	text := "Please reset my password " + randid.Hex(3)
 	before := llm.calls.Load()
 	resp, out := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": text, "targetLang": "de"})
-	if resp.Status != http.StatusOK || out != "[de] "+text {
+	if resp.Status != http.StatusOK || out != "[de] "+fakeTranslation(text) {
 		t.Fatalf("en->de via the LLM: %d %q", resp.Status, resp.Body)
 	}
 	if _, again := translate(t, "/api/Translations/translate", tok, map[string]string{"sourceText": text, "targetLang": "deu"}); again != out {

@@ -1,6 +1,10 @@
 package openai
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Settings are the AI_* variables of a binary that talks to an
 // OpenAI-compatible server (embed them in its config; pkg/config reads the
@@ -11,7 +15,7 @@ type Settings struct {
 	AIAPIKey          string        `env:"AI_API_KEY" default:"" desc:"API key of the OpenAI-compatible server (optional for local servers)"`
 	AIModel           string        `env:"AI_MODEL" default:"" desc:"chat model name; empty = LLM engine off"`
 	AITimeout         time.Duration `env:"AI_TIMEOUT" default:"15s" desc:"timeout of one LLM request attempt; must be below REQUEST_TIMEOUT"`
-	AIMaxRetries      int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After; a retry that cannot get 2s before the request's deadline is not made"`
+	AIMaxRetries      int           `env:"AI_MAX_RETRIES" default:"2" desc:"retries on 429/5xx/timeouts, honouring Retry-After; a retry that cannot get 2s before the request's deadline is not made; never for a context overflow or 429 insufficient_quota"`
 	AIServerKind      string        `env:"AI_SERVER_KIND" default:"auto" desc:"openai, vllm, llamacpp, ollama or auto (openai for api.openai.com and Azure OpenAI, ollama for port 11434, else a generic server): decides the defaults of AI_TOKEN_PARAM, AI_RESPONSE_FORMAT and AI_CONTEXT_TOKENS"`
 	AITokenParam      string        `env:"AI_TOKEN_PARAM" default:"auto" desc:"max_completion_tokens, max_tokens or auto (max_completion_tokens for openai, vllm and reasoning models, max_tokens for llamacpp, ollama and generic servers, which ignore the other)"`
 	AIReasoningModel  string        `env:"AI_REASONING_MODEL" default:"auto" desc:"true, false or auto (true for OpenAI's o1, o3, o4 and gpt-5 families): a reasoning model gets max_completion_tokens, no temperature, and AI_REASONING_TOKENS more output"`
@@ -27,8 +31,27 @@ func (s Settings) Config() Config {
 		ResponseFormat: s.AIResponseFormat, ContextTokens: s.AIContextTokens}
 }
 
-// Check refuses values that are not among the documented ones.
-func (s Settings) Check() error { return s.Config().Check() }
+// Check refuses values that are not among the documented ones, naming the
+// variable.
+func (s Settings) Check() error {
+	var errs []error
+	for _, v := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"AI_SERVER_KIND", Config{Server: s.AIServerKind}},
+		{"AI_TOKEN_PARAM", Config{TokenParam: s.AITokenParam}},
+		{"AI_REASONING_MODEL", Config{Reasoning: s.AIReasoningModel}},
+		{"AI_REASONING_TOKENS", Config{ReasoningTokens: s.AIReasoningTokens}},
+		{"AI_RESPONSE_FORMAT", Config{ResponseFormat: s.AIResponseFormat}},
+		{"AI_CONTEXT_TOKENS", Config{ContextTokens: s.AIContextTokens}},
+	} {
+		if err := v.cfg.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("config: %s: %w", v.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Client is the client of these settings; its Configured is false without
 // AI_BASE_URL and AI_MODEL.
