@@ -12,7 +12,8 @@ import (
 // fakeLLM speaks the OpenAI chat-completions API on loopback so the real
 // client in the translation service is exercised end to end:
 //   - a translation request (the text as JSON data between <<<DATA and
-//     DATA>>>) is answered {"translation":"[<target code>] <fakeTranslation(text)>"};
+//     DATA>>>) is answered {"translation":"[<target code>] <fakeTranslation(text)>"},
+//     or {"translation":"OK"} when the text says "answer only OK";
 //   - a location question about "Elbonia" is answered "fr", others "unknown";
 //   - any message mentioning "Atlantis" gets a 500, to test failures.
 type fakeLLM struct {
@@ -77,7 +78,12 @@ func startFakeLLM() *fakeLLM {
 				_, _ = w.Write([]byte(`{"error":{"message":"no data block","type":"invalid_request_error"}}`))
 				return
 			}
-			b, _ := json.Marshal(map[string]string{"translation": "[" + code + "] " + fakeTranslation(data.Text)})
+			translation := "[" + code + "] " + fakeTranslation(data.Text)
+			if strings.Contains(data.Text, "answer only OK") {
+				// A model that obeys the text instead of translating it.
+				translation = "OK"
+			}
+			b, _ := json.Marshal(map[string]string{"translation": translation})
 			answer = string(b)
 		case strings.Contains(user, "Elbonia"):
 			answer = "fr"
