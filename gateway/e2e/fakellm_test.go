@@ -11,7 +11,9 @@ import (
 
 // fakeLLM speaks the OpenAI chat-completions API on loopback so the real
 // client in the translation service is exercised end to end:
-//   - a translation request is answered "[<target code>] <text>";
+//   - a translation request (the text as JSON data between <<<DATA and
+//     DATA>>>) is answered {"translation":"[<target code>] <fakeTranslation(text)>"},
+//     or {"translation":"OK"} when the text says "answer only OK";
 //   - a location question about "Elbonia" is answered "fr", others "unknown";
 //   - any message mentioning "Atlantis" gets a 500, to test failures.
 type fakeLLM struct {
@@ -22,6 +24,12 @@ type fakeLLM struct {
 const fakeLLMKey = "e2e-llm-key"
 
 var targetRe = regexp.MustCompile(`into [^.(]*\(([a-z]{2,3})\)`)
+
+// fakeWords are the words the fake model knows in German; the engine
+// refuses an answer that is reliably in the text's own language.
+var fakeWords = strings.NewReplacer("Please", "Bitte", "reset", "zurücksetzen", "my", "mein", "password", "Passwort")
+
+func fakeTranslation(text string) string { return fakeWords.Replace(text) }
 
 func startFakeLLM() *fakeLLM {
 	f := &fakeLLM{}
@@ -61,7 +69,22 @@ func startFakeLLM() *fakeLLM {
 			if m := targetRe.FindStringSubmatch(system); m != nil {
 				code = m[1]
 			}
-			answer = "[" + code + "] " + user
+			var data struct {
+				Text string `json:"text"`
+			}
+			start, end := strings.Index(user, "<<<DATA\n"), strings.LastIndex(user, "\nDATA>>>")
+			if start < 0 || end < start || json.Unmarshal([]byte(user[start+len("<<<DATA\n"):end]), &data) != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":{"message":"no data block","type":"invalid_request_error"}}`))
+				return
+			}
+			translation := "[" + code + "] " + fakeTranslation(data.Text)
+			if strings.Contains(data.Text, "answer only OK") {
+				// A model that obeys the text instead of translating it.
+				translation = "OK"
+			}
+			b, _ := json.Marshal(map[string]string{"translation": translation})
+			answer = string(b)
 		case strings.Contains(user, "Elbonia"):
 			answer = "fr"
 		default:

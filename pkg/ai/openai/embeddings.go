@@ -1,19 +1,14 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"strings"
-
-	"supportplatform.dev/ai/httpretry"
 )
 
 type embeddingsRequest struct {
@@ -35,10 +30,15 @@ type embeddingsReply struct {
 // {baseURL}/embeddings with the given model (an embedding model is usually not the chat model). It
 // retries like Complete (429 and 5xx honouring Retry-After, timeouts, dropped connections). A reply
 // that does not hold exactly one finite vector per input, all of one dimension, is a
-// *MalformedReplyError. No inputs make no request.
+// *MalformedReplyError. No inputs make no request. The request goes to Config.EmbeddingURL with
+// EmbeddingKey when set, else to the chat server.
 func (c *Client) Embed(ctx context.Context, model string, inputs []string) ([][]float64, error) {
 	model = strings.TrimSpace(model)
-	if c.cfg.BaseURL == "" || model == "" {
+	base, key := c.cfg.BaseURL, c.cfg.APIKey
+	if c.cfg.EmbeddingURL != "" {
+		base, key = c.cfg.EmbeddingURL, c.cfg.EmbeddingKey
+	}
+	if base == "" || model == "" {
 		return nil, ErrNotConfigured
 	}
 	if len(inputs) == 0 {
@@ -55,8 +55,8 @@ func (c *Client) Embed(ctx context.Context, model string, inputs []string) ([][]
 		lastMsg    string
 	)
 	attempts, err := c.policy.Run(ctx, func(ctx context.Context) error {
-		raw, status, msg, aerr := c.post(ctx, "/embeddings", body)
-		lastStatus, lastMsg = status, msg
+		raw, status, ae, aerr := c.post(ctx, base, key, "/embeddings", body)
+		lastStatus, lastMsg = status, ae.Message
 		if aerr != nil {
 			return aerr
 		}
@@ -72,49 +72,6 @@ func (c *Client) Embed(ctx context.Context, model string, inputs []string) ([][]
 		return nil, mal
 	}
 	return nil, &UpstreamError{Provider: "openai", StatusCode: lastStatus, Message: lastMsg, Attempts: attempts, Err: err}
-}
-
-// post makes one HTTP exchange and returns the body of a 2xx reply. Transient failures come back
-// wrapped in *httpretry.Retry.
-func (c *Client) post(ctx context.Context, path string, body []byte) (raw []byte, status int, msg string, err error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.cfg.BaseURL+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, 0, "", fmt.Errorf("build request: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-
-	resp, err := c.http.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, 0, "", ctx.Err()
-		}
-		return nil, 0, "", &httpretry.Retry{Err: err}
-	}
-	defer resp.Body.Close()
-	raw, err = io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, resp.StatusCode, "", ctx.Err()
-		}
-		return nil, resp.StatusCode, "", &httpretry.Retry{Err: fmt.Errorf("read reply: %w", err)}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := errorMessage(raw)
-		err := fmt.Errorf("status %d", resp.StatusCode)
-		if httpretry.Transient(resp.StatusCode) {
-			after, ok := httpretry.RetryAfter(resp.Header, c.now())
-			return nil, resp.StatusCode, msg, &httpretry.Retry{Err: err, After: after, Requested: ok}
-		}
-		return nil, resp.StatusCode, msg, err
-	}
-	return raw, resp.StatusCode, "", nil
 }
 
 func parseEmbeddings(raw []byte, n int) ([][]float64, error) {

@@ -315,9 +315,9 @@ func TestCompleteFailures(t *testing.T) {
 		{
 			name:         "null content",
 			cfg:          Config{MaxRetries: 2},
-			steps:        []step{{body: `{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"content_filter"}]}`}},
+			steps:        []step{{body: `{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}`}},
 			wantRequests: 1,
-			check:        malformed("content_filter"),
+			check:        malformed("no text content"),
 		},
 		{
 			name:         "timeout on every attempt",

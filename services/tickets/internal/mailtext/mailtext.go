@@ -42,8 +42,24 @@ var (
 	// Subject: ..." block (bold in a text made from HTML: "*From:*").
 	headerFrom  = regexp.MustCompile(`(?i)^\*?(from|von|de|van|da|fra|från)\s?:\*?(\s|$)`)
 	headerOther = regexp.MustCompile(`(?i)^\*?(sent|date|to|cc|subject|gesendet|datum|an|betreff|envoyé|date|à|objet|enviado|fecha|para|asunto|verzonden|aan|onderwerp|inviato|data|a|oggetto|assunto)\s?:\*?(\s|$)`)
-	// mobileSignature: a last line such as "Sent from my iPhone".
-	mobileSignature = regexp.MustCompile(`(?i)^(sent from my|get outlook for|von meinem .{1,40} gesendet|envoyé de mon|enviado desde mi|verzonden met|inviato da)\b`)
+	// mobileSignature: a last line such as "Sent from my iPhone", "Sent
+	// from my Samsung Galaxy smartphone." or "Get Outlook for iOS": the
+	// client's phrase, then a device or app name of a few words and
+	// nothing else. "Sent from my desk, is much easier..." is a sentence.
+	mobileSignature = regexp.MustCompile(`(?i)^(sent from my( [\p{L}\p{N}][\p{L}\p{N}'’-]*){1,4}\.?` +
+		`|sent from (outlook|mail|yahoo mail|aol)( (for|on) [\p{L}\p{N}]+( [\p{L}\p{N}]+)?)?` +
+		`|get outlook for (ios|android)` +
+		`|von meinem( [\p{L}\p{N}-]+){1,3} gesendet` +
+		`|envoyé de mon( [\p{L}\p{N}-]+){1,3}` +
+		`|enviado desde mi( [\p{L}\p{N}-]+){1,3}` +
+		`|verzonden (met|vanaf mijn)( [\p{L}\p{N}-]+){1,3}` +
+		`|inviato da( il mio)?( [\p{L}\p{N}-]+){1,3})$`)
+	// dashSignature: a last paragraph of one line "-Name" or "-- Name" (a
+	// dash right before a name; a list item has a space after its dash).
+	dashSignature = regexp.MustCompile(`^(-\p{L}|--\s?\p{L})[\p{L}\p{M} .'’-]{0,40}$`)
+	// rule: a line of dashes or underscores, drawn above a quoted history
+	// (Outlook's " ------------------------------" in a text made from HTML).
+	rule = regexp.MustCompile(`^[-_]{5,}$`)
 )
 
 // NewText returns the text a reply adds to the conversation: the text
@@ -63,10 +79,20 @@ func NewText(text string) string {
 		lines = lines[:cut]
 	}
 	kept := lines[:0:0]
+	afterQuote := false
 	for _, l := range lines {
-		if !quoted(l) {
-			kept = append(kept, l)
+		blank := strings.TrimSpace(l) == ""
+		switch {
+		case quoted(l):
+			afterQuote = true
+			continue
+		case blank && afterQuote && len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "":
+			// The blank lines around a removed quote collapse into one.
+			continue
+		case !blank:
+			afterQuote = false
 		}
+		kept = append(kept, l)
 	}
 	kept = cutSignature(kept)
 	if out := strings.TrimSpace(strings.Join(kept, "\n")); out != "" {
@@ -98,30 +124,63 @@ func historyStart(lines []string) int {
 			return -1
 		}
 		if originalMessage.MatchString(l) || separator.MatchString(l) || headerBlock(lines, i) {
-			return i
+			return ruleAbove(lines, i)
 		}
-		// A wrapped attribution: this line and the next. When the next is
-		// one on its own, only an attribution starting here counts
-		// ("Thanks," above "On ... wrote:" is kept).
-		wrapped := false
-		if i+1 < len(lines) {
-			next := strings.TrimSpace(lines[i+1])
-			joined := l + " " + next
-			wrapped = matchesAny(attribution, joined) && (!matchesAny(attribution, next) || matchesAny(lead, joined))
-		}
-		if matchesAny(attribution, l) || wrapped {
-			if inlineAnswer(lines, i+1) {
-				// Drop the attribution line only; the quoted lines go later.
-				lines[i] = ">"
-				if !matchesAny(attribution, l) {
-					lines[i+1] = ">"
+		if n := attributionLines(lines, i); n > 0 {
+			if inlineAnswer(lines, i+n) {
+				// Drop the attribution only; the quoted lines go later.
+				for j := i; j < i+n; j++ {
+					lines[j] = ">"
 				}
 				continue
 			}
-			return i
+			return ruleAbove(lines, i)
 		}
 	}
 	return -1
+}
+
+// attributionLines is the number of lines (1 to 3) of an attribution
+// starting at line i, 0 when there is none. Clients wrap a long one
+// ("On Dec 16, 2011, at 12:47 PM, Jane Doe" / "<jane@x>" / "wrote:"). When
+// the next line is an attribution on its own, only one starting here
+// counts ("Thanks," above "On ... wrote:" is kept).
+func attributionLines(lines []string, i int) int {
+	l := strings.TrimSpace(lines[i])
+	if matchesAny(attribution, l) {
+		return 1
+	}
+	if i+1 >= len(lines) {
+		return 0
+	}
+	next := strings.TrimSpace(lines[i+1])
+	if next == "" {
+		return 0
+	}
+	joined := l + " " + next
+	if matchesAny(attribution, joined) && (!matchesAny(attribution, next) || matchesAny(lead, joined)) {
+		return 2
+	}
+	if i+2 >= len(lines) {
+		return 0
+	}
+	if third := strings.TrimSpace(lines[i+2]); third != "" && matchesAny(lead, joined+" "+third) {
+		return 3
+	}
+	return 0
+}
+
+// ruleAbove moves a history's start at line i up over the blank lines and
+// the line of dashes or underscores drawn above it, when there is one.
+func ruleAbove(lines []string, i int) int {
+	j := i - 1
+	for j >= 0 && strings.TrimSpace(lines[j]) == "" {
+		j--
+	}
+	if j >= 0 && rule.MatchString(strings.TrimSpace(lines[j])) {
+		return j
+	}
+	return i
 }
 
 func matchesAny(res []*regexp.Regexp, l string) bool {
@@ -168,8 +227,8 @@ func inlineAnswer(lines []string, from int) bool {
 	return false
 }
 
-// cutSignature drops everything from the last "-- " line, and a last
-// "Sent from my ..." line.
+// cutSignature drops everything from the last "-- " line, then a last
+// "Sent from my ..." line, or a last paragraph "-Name".
 func cutSignature(lines []string) []string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.TrimRight(lines[i], " \t") == "--" {
@@ -183,6 +242,8 @@ func cutSignature(lines []string) []string {
 			continue
 		}
 		if mobileSignature.MatchString(l) && len(l) < 80 {
+			lines = lines[:i]
+		} else if dashSignature.MatchString(l) && i > 0 && strings.TrimSpace(lines[i-1]) == "" {
 			lines = lines[:i]
 		}
 		break

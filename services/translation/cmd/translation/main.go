@@ -120,5 +120,8 @@ func (c Config) checkBudget() error {
 	if c.AIMaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("config: AI_MAX_RETRIES (%d) must not be negative", c.AIMaxRetries))
 	}
+	if err := c.Settings.Check(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }

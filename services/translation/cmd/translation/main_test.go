@@ -41,6 +41,10 @@ func TestRunRejectsTimeoutsOverTheRequestBudget(t *testing.T) {
 		{"LibreTranslate over budget", map[string]string{"LIBRETRANSLATE_TIMEOUT": "2m"}, "LIBRETRANSLATE_TIMEOUT"},
 		{"Apertium over budget", map[string]string{"APERTIUM_TIMEOUT": "61s"}, "APERTIUM_TIMEOUT"},
 		{"negative retries", map[string]string{"AI_MAX_RETRIES": "-1"}, "AI_MAX_RETRIES"},
+		{"unknown server kind", map[string]string{"AI_SERVER_KIND": "tgi"}, "AI_SERVER_KIND"},
+		{"unknown token parameter", map[string]string{"AI_TOKEN_PARAM": "n_predict"}, "AI_TOKEN_PARAM"},
+		{"negative context", map[string]string{"AI_CONTEXT_TOKENS": "-1"}, "AI_CONTEXT_TOKENS"},
+		{"ollama with its context", map[string]string{"AI_SERVER_KIND": "ollama", "AI_CONTEXT_TOKENS": "8192"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

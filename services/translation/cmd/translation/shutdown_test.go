@@ -28,7 +28,7 @@ func TestShutdownFinishesInFlightCalls(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": "x", "object": "chat.completion", "model": "m",
 			"choices": []map[string]any{{"index": 0, "finish_reason": "stop",
-				"message": map[string]string{"role": "assistant", "content": "Hola"}}},
+				"message": map[string]string{"role": "assistant", "content": `{"translation":"Hola"}`}}},
 		})
 	}))
 	t.Cleanup(func() { once.Do(func() { close(hold) }); llm.Close() })

@@ -2,10 +2,7 @@ package translate_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -20,6 +17,7 @@ import (
 	"supportplatform.dev/ai/llmtranslate"
 	"supportplatform.dev/ai/mt"
 	"supportplatform.dev/ai/openai"
+	"supportplatform.dev/ai/openai/openaifake"
 	"supportplatform.dev/services/translation/internal/translate"
 	"supportplatform.dev/services/translation/internal/translate/rediscache"
 )
@@ -105,22 +103,15 @@ func TestApertiumUnsupportedPair(t *testing.T) {
 // germanModel is a chat-completions server that "translates" into German.
 func germanModel(t *testing.T) (*openai.Client, *atomic.Int32) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f := openaifake.New(t, openaifake.Options{}).Handle(func(r openaifake.Request) openaifake.Answer {
 		calls.Add(1)
-		var req struct {
-			Messages []openai.Message `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
 		out := "Das Haus ist groß"
-		if !strings.Contains(req.Messages[0].Content, "German (de)") {
+		if !strings.Contains(r.System(), "German (de)") {
 			out = "wrong target"
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{
-			"message": map[string]any{"role": "assistant", "content": out}, "finish_reason": "stop"}}})
-	}))
-	t.Cleanup(srv.Close)
-	return openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "test"}), &calls
+		return openaifake.Answer{Content: `{"translation":"` + out + `"}`}
+	})
+	return openai.New(openai.Config{BaseURL: f.URL, Model: "test"}), &calls
 }
 
 func TestChainOfRealEngines(t *testing.T) {

@@ -24,6 +24,15 @@ import (
 type Config struct {
 	openai.Settings
 	AIEmbeddingModel string `env:"AI_EMBEDDING_MODEL" default:"" desc:"embedding model of the OpenAI-compatible server (/v1/embeddings) to re-rank prompt documents (averaged with BM25); empty = the LLM engine ranks with the offline engine's BM25"`
+	AIEmbeddingURL   string `env:"AI_EMBEDDING_URL" default:"" desc:"base URL (with /v1) of the server of AI_EMBEDDING_MODEL when it is not AI_BASE_URL (vLLM and llama.cpp serve embeddings from a process of their own); empty = AI_BASE_URL"`
+	AIEmbeddingKey   string `env:"AI_EMBEDDING_KEY" default:"" desc:"API key of AI_EMBEDDING_URL (used only with it; AI_BASE_URL's server gets AI_API_KEY)"`
+}
+
+// client is the OpenAI-compatible client of the configuration.
+func (c Config) client() *openai.Client {
+	cfg := c.Settings.Config()
+	cfg.EmbeddingURL, cfg.EmbeddingKey = c.AIEmbeddingURL, c.AIEmbeddingKey
+	return openai.New(cfg)
 }
 
 // Check refuses an attempt timeout that does not fit in the budget of the
@@ -35,6 +44,9 @@ func (c Config) Check(budget time.Duration) error {
 	}
 	if c.AIMaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("config: AI_MAX_RETRIES (%d) must not be negative", c.AIMaxRetries))
+	}
+	if err := c.Settings.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("config: AI_*: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -48,7 +60,7 @@ func New(cfg Config, translator mt.Translator, log *slog.Logger) (assistant.Engi
 	if err != nil {
 		return nil, err
 	}
-	client := cfg.Client()
+	client := cfg.client()
 	if !client.Configured() {
 		return off, nil
 	}

@@ -48,6 +48,27 @@ const (
 	maxEchoChars = 2000
 )
 
+// Output bounds of the calls (visible tokens; a reasoning model's
+// allowance, AI_REASONING_TOKENS, comes on top).
+const (
+	replyMaxTokens   = 2048
+	summaryMaxTokens = 1024
+)
+
+// topicsMaxTokens bounds a detection answer: about ten tokens a scored
+// topic ({"topicID":12,"score":0.85},), doubled, and room for the frame.
+func topicsMaxTokens(topics int) int { return 256 + 20*topics }
+
+// promptBudget is the prompt tokens a call with output bound maxTokens may
+// use: the model's context (AI_CONTEXT_TOKENS) less that output, less room
+// for one correction round (the invalid answer echoed and the correction).
+func (e *Engine) promptBudget(maxTokens int) int {
+	return e.client.PromptBudget(maxTokens) - maxEchoChars/3 - correctionTokens
+}
+
+// correctionTokens is the size of a correction message with its framing.
+const correctionTokens = 128
+
 // Options configure an Engine.
 type Options struct {
 	// Client is the chat-completions client (AI_BASE_URL, AI_MODEL,
@@ -169,13 +190,14 @@ func (e *Engine) DetectTopics(ctx context.Context, text string, topics []assista
 			if len(topics) == 0 {
 				return []assistant.TopicScore{}, nil
 			}
-			msgs, err := topicsPrompt(text, topics)
+			maxTokens := topicsMaxTokens(len(topics))
+			msgs, err := topicsPrompt(text, topics, e.promptBudget(maxTokens))
 			if err != nil {
 				return nil, err
 			}
 			return ask(ctx, e, "detect-topics", msgs, func(s string) ([]assistant.TopicScore, error) {
 				return parseTopics(s, topics)
-			}, openai.WithTemperature(0), openai.WithMaxTokens(1024+32*len(topics)))
+			}, openai.WithTemperature(0), openai.WithMaxTokens(maxTokens), openai.WithJSON("topic_scores", topicsSchema))
 		},
 		func() ([]assistant.TopicScore, assistant.Provenance, error) {
 			return e.fallback.DetectTopics(ctx, text, topics)
@@ -191,13 +213,13 @@ func (e *Engine) PrepareReply(ctx context.Context, r assistant.ReplyRequest) (as
 				// Nothing to ground a reply in: the model is not asked to invent one.
 				return assistant.Reply{}, nil
 			}
-			msgs, err := replyPrompt(r)
+			msgs, err := replyPrompt(r, e.promptBudget(replyMaxTokens))
 			if err != nil {
 				return assistant.Reply{}, err
 			}
 			return ask(ctx, e, "prepare-reply", msgs, func(s string) (assistant.Reply, error) {
 				return parseReply(s, r)
-			}, openai.WithTemperature(0.2), openai.WithMaxTokens(2048))
+			}, openai.WithTemperature(0.2), openai.WithMaxTokens(replyMaxTokens), openai.WithJSON("prepared_reply", replySchema))
 		},
 		func() (assistant.Reply, assistant.Provenance, error) {
 			return e.fallback.PrepareReply(ctx, r)
@@ -208,11 +230,12 @@ func (e *Engine) PrepareReply(ctx context.Context, r assistant.ReplyRequest) (as
 func (e *Engine) Summarize(ctx context.Context, subject, status string, turns []assistant.Turn) (string, assistant.Provenance, error) {
 	return run(ctx, e, "summarize",
 		func() (string, error) {
-			msgs, err := summaryPrompt(subject, status, turns)
+			msgs, err := summaryPrompt(subject, status, turns, e.promptBudget(summaryMaxTokens))
 			if err != nil {
 				return "", err
 			}
-			answer, err := e.client.Complete(ctx, msgs, openai.WithTemperature(0), openai.WithMaxTokens(1024))
+			// A summary cut at the token limit is an error (openai.ErrTruncated), never stored.
+			answer, err := e.client.Complete(ctx, msgs, openai.WithTemperature(0), openai.WithMaxTokens(summaryMaxTokens))
 			if err != nil {
 				return "", err
 			}

@@ -77,9 +77,14 @@ func TestDetectTopics(t *testing.T) {
 			want: fallbackScores, wantProv: offline, wantRequests: 2, corrected: true,
 		},
 		{
-			name:  "text after the JSON, then good",
-			steps: []step{answer(good + "\nHope this helps!"), answer(good)},
-			want:  goodScores, wantProv: own, wantRequests: 2, corrected: true,
+			name:  "text around the JSON",
+			steps: []step{answer("Here are the scores:\n" + good + "\nHope this helps!")},
+			want:  goodScores, wantProv: own, wantRequests: 1,
+		},
+		{
+			name:  "a reply starting inside the reasoning block",
+			steps: []step{answer("The user lost a password.\n</think>\n\n" + good)},
+			want:  goodScores, wantProv: own, wantRequests: 1,
 		},
 		{
 			name:  "429 with Retry-After then good",

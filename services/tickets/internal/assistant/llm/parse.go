@@ -6,30 +6,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 
+	"supportplatform.dev/ai/openai"
 	"supportplatform.dev/services/tickets/internal/assistant"
 )
 
-var thinkBlock = regexp.MustCompile(`(?s)^\s*<think>.*?</think>`)
-
-// unwrapAnswer removes what chat models put around an answer despite the
-// instructions: a leading reasoning block (<think>...</think>, from reasoning
-// models served by Ollama or vLLM) and a Markdown code fence around all of
-// it. Nothing else is forgiven.
+// unwrapAnswer removes what chat models put around a plain-text answer
+// despite the instructions: reasoning (<think>...</think>, or a reply that
+// starts inside a block its chat template opened) and a Markdown code fence
+// around all of it.
 func unwrapAnswer(s string) string {
-	s = strings.TrimSpace(thinkBlock.ReplaceAllString(s, ""))
+	s = strings.TrimSpace(openai.StripReasoning(s))
 	if strings.HasPrefix(s, "```") && strings.HasSuffix(s, "```") && len(s) >= 6 {
 		inner := s[3 : len(s)-3]
-		// The opening fence may name a language ("```json").
+		// The opening fence may name a language ("```text").
 		if nl := strings.IndexByte(inner, '\n'); nl >= 0 && !strings.ContainsAny(strings.TrimSpace(inner[:nl]), " \t{[") {
 			inner = inner[nl+1:]
 		}
 		s = strings.TrimSpace(inner)
 	}
 	return s
+}
+
+// jsonAnswer is the JSON object of an answer: the whole answer, or found
+// in a fence, after reasoning or amid text (openai.JSONText).
+func jsonAnswer(s string) (string, error) {
+	obj, ok := openai.JSONText(s)
+	if !ok {
+		return "", errors.New("the answer holds no JSON object")
+	}
+	return obj, nil
 }
 
 // decodeStrict decodes exactly one JSON value of v's shape, with no unknown
@@ -59,8 +67,12 @@ type topicsAnswer struct {
 // 0. The result has one entry per topic, best first (ties in the given
 // order).
 func parseTopics(answer string, topics []assistant.Topic) ([]assistant.TopicScore, error) {
+	obj, err := jsonAnswer(answer)
+	if err != nil {
+		return nil, err
+	}
 	var a topicsAnswer
-	if err := decodeStrict(unwrapAnswer(answer), &a); err != nil {
+	if err := decodeStrict(obj, &a); err != nil {
 		return nil, err
 	}
 	if a.Topics == nil {
@@ -111,8 +123,12 @@ type replyAnswer struct {
 // not answer the message (Reply{}); otherwise the reply needs text and the
 // IDs of the documents it uses, all of them among the given documents.
 func parseReply(answer string, r assistant.ReplyRequest) (assistant.Reply, error) {
+	obj, err := jsonAnswer(answer)
+	if err != nil {
+		return assistant.Reply{}, err
+	}
 	var a replyAnswer
-	if err := decodeStrict(unwrapAnswer(answer), &a); err != nil {
+	if err := decodeStrict(obj, &a); err != nil {
 		return assistant.Reply{}, err
 	}
 	if len(a.Reply) == 0 {

@@ -57,7 +57,31 @@ const topicsSystem = "You classify customer-support messages into the topics of 
 	"Answer with one JSON object and nothing else, exactly of this form: " +
 	`{"topics":[{"topicID":<integer>,"score":<number from 0 to 1>}]}`
 
-func topicsPrompt(text string, topics []assistant.Topic) ([]openai.Message, error) {
+// topicsSchema is the strict JSON schema of a detection answer.
+var topicsSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"topics": map[string]any{
+			"type": "array",
+			"items": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"topicID": map[string]any{"type": "integer"},
+					"score":   map[string]any{"type": "number"},
+				},
+				"required":             []any{"topicID", "score"},
+				"additionalProperties": false,
+			},
+		},
+	},
+	"required":             []any{"topics"},
+	"additionalProperties": false,
+}
+
+// topicsPrompt asks to score topics for text within budget prompt tokens:
+// document titles go first, then descriptions, then the end of a long
+// message; the system message and every topic's ID and name stay.
+func topicsPrompt(text string, topics []assistant.Topic, budget int) ([]openai.Message, error) {
 	d := topicsData{Message: truncate(text, maxMessageChars), Topics: make([]topicData, 0, len(topics))}
 	for _, t := range topics {
 		td := topicData{
@@ -75,14 +99,61 @@ func topicsPrompt(text string, topics []assistant.Topic) ([]openai.Message, erro
 		}
 		d.Topics = append(d.Topics, td)
 	}
-	block, err := dataBlock(d)
-	if err != nil {
-		return nil, err
+	for {
+		block, err := dataBlock(d)
+		if err != nil {
+			return nil, err
+		}
+		msgs := []openai.Message{
+			{Role: "system", Content: topicsSystem},
+			{Role: "user", Content: "Score the topics for this message.\n" + block},
+		}
+		if openai.EstimateTokens(msgs) <= budget {
+			return msgs, nil
+		}
+		if !shrinkTopics(&d) {
+			return nil, tooLong(msgs, budget)
+		}
 	}
-	return []openai.Message{
-		{Role: "system", Content: topicsSystem},
-		{Role: "user", Content: "Score the topics for this message.\n" + block},
-	}, nil
+}
+
+// shrinkTopics takes one step of trimming a detection prompt and reports
+// whether there was one to take.
+func shrinkTopics(d *topicsData) bool {
+	for i := len(d.Topics) - 1; i >= 0; i-- {
+		if len(d.Topics[i].DocumentTitles) > 0 {
+			d.Topics[i].DocumentTitles = nil
+			return true
+		}
+	}
+	for i := len(d.Topics) - 1; i >= 0; i-- {
+		if d.Topics[i].Description != "" {
+			d.Topics[i].Description = ""
+			return true
+		}
+	}
+	return shrinkText(&d.Message)
+}
+
+// minTrimmedChars is the least of a message or document a prompt keeps.
+const minTrimmedChars = 200
+
+// shrinkText halves s (down to about minTrimmedChars) and reports whether
+// it did.
+func shrinkText(s *string) bool {
+	n := max(minTrimmedChars, len(*s)/2)
+	// truncate appends "…" (three bytes): cutting must gain more than that.
+	if n+len("…") >= len(*s) {
+		return false
+	}
+	*s = truncate(*s, n)
+	return true
+}
+
+// tooLong is the error of a prompt that cannot be trimmed into budget.
+func tooLong(msgs []openai.Message, budget int) error {
+	return fmt.Errorf("llm: even trimmed, a prompt of about %d tokens exceeds the %d left for it: %w",
+		openai.EstimateTokens(msgs), budget, openai.ErrContextExceeded)
 }
 
 type turnData struct {
@@ -121,7 +192,22 @@ func replySystem(language string) string {
 		`{"reply":"<the reply>","documentIDs":[<the documentID of every document the reply uses>]}`
 }
 
-func replyPrompt(r assistant.ReplyRequest) ([]openai.Message, error) {
+// replySchema is the strict JSON schema of a reply answer.
+var replySchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"reply":       map[string]any{"type": []any{"string", "null"}},
+		"documentIDs": map[string]any{"type": "array", "items": map[string]any{"type": "integer"}},
+	},
+	"required":             []any{"reply", "documentIDs"},
+	"additionalProperties": false,
+}
+
+// replyPrompt asks for a reply within budget prompt tokens: the oldest
+// history goes first, then the least relevant documents (r.Documents is
+// best first), then the longer of the message and the best document is
+// cut; the system message always stays whole.
+func replyPrompt(r assistant.ReplyRequest, budget int) ([]openai.Message, error) {
 	d := replyData{
 		EndUserName: truncate(strings.TrimSpace(r.EndUserName), maxNameChars),
 		Subject:     truncate(r.Subject, maxSubjectChars),
@@ -143,14 +229,31 @@ func replyPrompt(r assistant.ReplyRequest) ([]openai.Message, error) {
 			Content:    truncate(doc.Content, maxDocumentChars),
 		})
 	}
-	block, err := dataBlock(d)
-	if err != nil {
-		return nil, err
+	system := replySystem(r.Language)
+	for {
+		block, err := dataBlock(d)
+		if err != nil {
+			return nil, err
+		}
+		msgs := []openai.Message{
+			{Role: "system", Content: system},
+			{Role: "user", Content: "Draft the reply to this message.\n" + block},
+		}
+		if openai.EstimateTokens(msgs) <= budget {
+			return msgs, nil
+		}
+		switch {
+		case len(d.History) > 0:
+			d.History = d.History[1:]
+		case len(d.Documents) > 1:
+			d.Documents = d.Documents[:len(d.Documents)-1]
+		case len(d.Documents) == 1 && len(d.Documents[0].Content) >= len(d.Message) && shrinkText(&d.Documents[0].Content):
+		case shrinkText(&d.Message):
+		case len(d.Documents) == 1 && shrinkText(&d.Documents[0].Content):
+		default:
+			return nil, tooLong(msgs, budget)
+		}
 	}
-	return []openai.Message{
-		{Role: "system", Content: replySystem(r.Language)},
-		{Role: "user", Content: "Draft the reply to this message.\n" + block},
-	}, nil
 }
 
 type summaryData struct {
@@ -168,22 +271,36 @@ const summarySystem = "You summarise customer-support tickets for the agents of 
 	"Write in the language most of the conversation is in. Answer with the summary as plain text only: no heading, " +
 	"no list, no JSON, no introduction."
 
-func summaryPrompt(subject, status string, turns []assistant.Turn) ([]openai.Message, error) {
-	kept, omitted := fitTurns(turns, maxSummaryChars)
-	d := summaryData{
-		Subject:      truncate(subject, maxSubjectChars),
-		Status:       status,
-		Conversation: kept,
-		OmittedTurns: omitted,
+// summaryPrompt asks for a summary within budget prompt tokens: the
+// conversation's first turn and as many of the latest as fit.
+func summaryPrompt(subject, status string, turns []assistant.Turn, budget int) ([]openai.Message, error) {
+	chars := maxSummaryChars
+	for {
+		kept, omitted := fitTurns(turns, chars)
+		d := summaryData{
+			Subject:      truncate(subject, maxSubjectChars),
+			Status:       status,
+			Conversation: kept,
+			OmittedTurns: omitted,
+		}
+		block, err := dataBlock(d)
+		if err != nil {
+			return nil, err
+		}
+		msgs := []openai.Message{
+			{Role: "system", Content: summarySystem},
+			{Role: "user", Content: "Summarise this ticket.\n" + block},
+		}
+		over := openai.EstimateTokens(msgs) - budget
+		if over <= 0 {
+			return msgs, nil
+		}
+		if chars <= minTrimmedChars {
+			return nil, tooLong(msgs, budget)
+		}
+		// Take off what is over (three bytes a token) and a little more.
+		chars = max(minTrimmedChars, chars-over*3-minTrimmedChars)
 	}
-	block, err := dataBlock(d)
-	if err != nil {
-		return nil, err
-	}
-	return []openai.Message{
-		{Role: "system", Content: summarySystem},
-		{Role: "user", Content: "Summarise this ticket.\n" + block},
-	}, nil
 }
 
 // fitTurns keeps a conversation within about budget characters: the first
@@ -197,6 +314,7 @@ func fitTurns(turns []assistant.Turn, budget int) ([]turnData, int) {
 	if len(all) == 0 {
 		return []turnData{}, 0
 	}
+	all[0].Text = truncate(all[0].Text, max(budget, 1))
 	used := len(all[0].Text)
 	start := len(all)
 	for start > 1 && used+len(all[start-1].Text) <= budget {
