@@ -71,12 +71,19 @@ type Store interface {
 }
 
 // PasswordReset is a requested reset: the raw token goes to the account's
-// owner (in the event), only its hash is stored.
+// owner only in the mailed Link (queued with the reset, cleared from the
+// queue once the mail is settled); the reset itself keeps the token's hash.
 type PasswordReset struct {
-	Token     string
 	TokenHash []byte
+	Link      string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+// Mailer is told when a mail was queued, so it is sent without waiting for
+// the next poll.
+type Mailer interface {
+	Wake()
 }
 
 // Revoker voids tokens.
@@ -120,6 +127,12 @@ type Deps struct {
 	// CheckPassword verifies a password against its stored hash; nil means
 	// the package's CheckPassword (tests count the calls).
 	CheckPassword func(hash, password string) (bool, error)
+	// ResetURL is the page of the reset link; the mail links to it with
+	// "#token=<token>" appended (a fragment never reaches a server's logs
+	// or a Referer header).
+	ResetURL string
+	// Mailer, when set, is woken after a mail was queued.
+	Mailer Mailer
 }
 
 // Service implements the use cases.
@@ -131,6 +144,8 @@ type Service struct {
 	log           *slog.Logger
 	now           func() time.Time
 	checkPassword func(hash, password string) (bool, error)
+	resetURL      string
+	mailer        Mailer
 	// dummyHash makes a login for an unknown e-mail cost the same as one
 	// with a wrong password, so timing does not reveal which accounts exist.
 	dummyHash string
@@ -151,7 +166,7 @@ func NewService(d Deps) (*Service, error) {
 		check = CheckPassword
 	}
 	return &Service{store: d.Store, signer: d.Signer, revoker: d.Revoker, limits: d.Limits, log: d.Log, now: d.Now,
-		checkPassword: check, dummyHash: dummy}, nil
+		checkPassword: check, resetURL: d.ResetURL, mailer: d.Mailer, dummyHash: dummy}, nil
 }
 
 // Signer exposes the key set for the JWKS endpoint.
@@ -333,8 +348,21 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	now := s.now()
-	return s.store.RequestPasswordReset(ctx, email, PasswordReset{Token: token, TokenHash: hashToken(token),
-		CreatedAt: now, ExpiresAt: now.Add(ResetTTL)})
+	err = s.store.RequestPasswordReset(ctx, email, PasswordReset{TokenHash: hashToken(token),
+		Link: s.resetURL + "#token=" + token, CreatedAt: now, ExpiresAt: now.Add(ResetTTL)})
+	if err != nil {
+		return err
+	}
+	// Woken for unknown addresses too: the wake-up is asynchronous and
+	// costs the same either way.
+	s.wakeMailer()
+	return nil
+}
+
+func (s *Service) wakeMailer() {
+	if s.mailer != nil {
+		s.mailer.Wake()
+	}
 }
 
 // ResetPassword sets a new password with a reset token; the token is spent
@@ -359,6 +387,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	if err != nil {
 		return err
 	}
+	s.wakeMailer()
 	if err := s.revoker.RevokeAccountBefore(ctx, a.ID, now); err != nil {
 		return apperr.Wrap(apperr.Unavailable, err, "the password was changed but old tokens could not be revoked; retry")
 	}

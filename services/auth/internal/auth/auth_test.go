@@ -1,9 +1,11 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -80,8 +82,9 @@ func newFixture(t *testing.T, l limits) *fixture {
 			CreateAccount: ratelimit.New(rdb, prefix, l.create, time.Hour),
 			ResetByEmail:  ratelimit.New(rdb, prefix, l.reset, time.Hour),
 		},
-		Log: log,
-		Now: f.clock.Now,
+		Log:      log,
+		Now:      f.clock.Now,
+		ResetURL: "https://support.example/reset-password",
 		CheckPassword: func(hash, password string) (bool, error) {
 			f.hashes.Add(1)
 			return auth.CheckPassword(hash, password)
@@ -342,9 +345,47 @@ func TestForgotPasswordQueuesTheEventForKnownAddressesOnly(t *testing.T) {
 	ev := evs[0]
 	if ev.Type != contracts.EventPasswordResetRequested || ev.ID == "" || ev.CustomerID != p.CustomerID ||
 		!ev.OccurredAt.Equal(f.clock.Now()) || ev.Data.AccountID != p.AccountID || ev.Data.Email != adminEmail ||
-		ev.Data.Name != "Admin" || len(ev.Data.Token) != 43 || !ev.Data.ExpiresAt.Equal(f.clock.Now().Add(30*time.Minute)) {
+		ev.Data.Name != "Admin" || !ev.Data.ExpiresAt.Equal(f.clock.Now().Add(30*time.Minute)) {
 		t.Fatalf("event %+v", ev)
 	}
+	// The token is only in the queued mail's link, never in an event; the
+	// reset keeps its hash.
+	token := resetToken(t, f.db)
+	if len(token) != 43 {
+		t.Fatalf("token %q", token)
+	}
+	var data []byte
+	if err := f.db.QueryRow(ctx, `SELECT data FROM outbox`).Scan(&data); err != nil || bytes.Contains(data, []byte(token)) {
+		t.Fatalf("the event carries the token (%v): %s", err, data)
+	}
+	sum := sha256.Sum256([]byte(token))
+	if n := countWhere(t, f.db, `SELECT count(*) FROM password_resets WHERE token_hash = $1`, sum[:]); n != 1 {
+		t.Fatalf("%d resets with the token's hash", n)
+	}
+}
+
+// resetToken is the token of the newest queued reset mail's link.
+func resetToken(t *testing.T, db *pgxpool.Pool) string {
+	t.Helper()
+	var link string
+	if err := db.QueryRow(context.Background(), `SELECT link FROM mail_queue WHERE kind = 'password-reset' AND state = 'pending'
+		ORDER BY mail_id DESC LIMIT 1`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	base, token, ok := strings.Cut(link, "#token=")
+	if !ok || base != "https://support.example/reset-password" {
+		t.Fatalf("link %q", link)
+	}
+	return token
+}
+
+func countWhere(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestResetTokenExpiresAfter30Minutes moves the clock to either side of the
@@ -366,7 +407,7 @@ func TestResetTokenExpiresAfter30Minutes(t *testing.T) {
 			if err := f.svc.ForgotPassword(ctx, adminEmail); err != nil {
 				t.Fatal(err)
 			}
-			token := outboxEvents[contracts.PasswordResetRequested](t, f.db, contracts.EventPasswordResetRequested)[0].Data.Token
+			token := resetToken(t, f.db)
 			f.clock.Advance(tc.after)
 			err := f.svc.ResetPassword(ctx, token, "a brand new passphrase")
 			if !tc.ok {

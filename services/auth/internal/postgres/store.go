@@ -87,17 +87,22 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.P
 			return err
 		}
 		msg, err := outbox.Event(ctx, contracts.EventPasswordResetRequested, a.CustomerID, r.CreatedAt,
-			contracts.PasswordResetRequested{AccountID: a.ID, Email: a.Email, Name: a.Name, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC()})
+			contracts.PasswordResetRequested{AccountID: a.ID, Email: a.Email, Name: a.Name, ExpiresAt: r.ExpiresAt.UTC()})
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `WITH acc AS (SELECT account_id FROM accounts WHERE account_id = $1),
+		// The raw token leaves only in the mail: the queue row holds the
+		// link until the mail is settled, the reset only the token's hash,
+		// and the event neither.
+		_, err = tx.Exec(ctx, `WITH acc AS (SELECT account_id, email, name, language FROM accounts WHERE account_id = $1),
 			reset AS (INSERT INTO password_resets (account_id, token_hash, created_at, expires_at)
 				SELECT account_id, $2, $3, $4 FROM acc),
+			mail AS (INSERT INTO mail_queue (account_id, kind, recipient, name, language, link, expires_at, next_attempt_at, created_at)
+				SELECT account_id, 'password-reset', email, name, coalesce(language, ''), $11, $4, $3, $3 FROM acc),
 			event AS (INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
 				SELECT $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, '') FROM acc)
 			SELECT pg_notify('outbox_' || current_schema(), '')`,
-			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID, msg.TraceParent, msg.TraceState)
+			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID, msg.TraceParent, msg.TraceState, r.Link)
 		return err
 	})
 	return postgres.Error(err, "password reset")
@@ -121,6 +126,18 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET password_hash = $2, password_changed_at = $3
 			WHERE account_id = $1 AND disabled_at IS NULL RETURNING `+accountCols, accountID, newHash, now))
 		if err != nil {
+			return err
+		}
+		// The owner is told by mail; reset mails still waiting carry a
+		// token that is void now, so they are not sent.
+		if _, err := tx.Exec(ctx, `UPDATE mail_queue SET state = 'expired', link = NULL, settled_at = $2,
+				last_error = 'the password was changed before it was sent'
+			WHERE account_id = $1 AND kind = 'password-reset' AND state = 'pending'`, a.ID, now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO mail_queue (account_id, kind, recipient, name, language, next_attempt_at, created_at)
+			SELECT account_id, 'password-changed', email, name, coalesce(language, ''), $2, $2 FROM accounts WHERE account_id = $1`,
+			a.ID, now); err != nil {
 			return err
 		}
 		msg, err := outbox.Event(ctx, contracts.EventPasswordChanged, a.CustomerID, now, contracts.PasswordChanged{AccountID: a.ID})
