@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +23,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
+	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/pkg/smtpfake"
 )
 
 // envOf returns one variable of a service's environment in the stack.
@@ -312,6 +315,35 @@ func TestAuthPathsAreCaseInsensitive(t *testing.T) {
 	}
 }
 
+// mailTo waits for the stack's mail relay to hold a mail to addr whose
+// decoded text contains want, and returns that text.
+func mailTo(t *testing.T, addr, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var text string
+	_, err := stk.Mail.Wait(ctx, func(msgs []smtpfake.Message) bool {
+		for _, m := range msgs {
+			if len(m.To) == 1 && m.To[0] == addr {
+				if s := stack.FormatMail(m); strings.Contains(s, want) {
+					text = s
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no mail to %s containing %q: %v", addr, want, err)
+	}
+	return text
+}
+
+var resetLinkRe = regexp.MustCompile(`/reset-password#token=([A-Za-z0-9_-]+)`)
+
+// TestAuthPasswordReset: the reset link reaches the owner by mail (the
+// stack's relay, over STARTTLS), no event on the bus carries the token, the
+// token sets a new password once, and the owner is told by mail.
 func TestAuthPasswordReset(t *testing.T) {
 	c := client(t)
 	email, password, oldToken := newCustomer(t, "Reset Co")
@@ -322,8 +354,8 @@ func TestAuthPasswordReset(t *testing.T) {
 	}
 	defer nc.Close()
 	names := contracts.Names{Prefix: stk.NATSPrefix}
-	msgs := make(chan *nats.Msg, 8)
-	sub, err := nc.ChanSubscribe(names.Subject(contracts.EventSubject(contracts.EventPasswordResetRequested)), msgs)
+	msgs := make(chan *nats.Msg, 256)
+	sub, err := nc.ChanSubscribe(names.Subject("events.>"), msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,17 +372,28 @@ func TestAuthPasswordReset(t *testing.T) {
 			t.Fatalf("invalid address %q: %d %s", bad, r.Status, r.Body)
 		}
 	}
-	var ev contracts.Event[contracts.PasswordResetRequested]
-	select {
-	case m := <-msgs:
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no password-reset event")
+	mail := mailTo(t, email, "/reset-password#token=")
+	m := resetLinkRe.FindStringSubmatch(mail)
+	if m == nil || len(m[1]) != 43 || !strings.Contains(mail, "Subject: Reset your password") {
+		t.Fatalf("reset mail:\n%s", mail)
 	}
-	if ev.Data.Email != email {
-		t.Fatalf("the event is for %q, want %q (an unknown address must not produce one)", ev.Data.Email, email)
+	token := m[1]
+	var ev contracts.Event[contracts.PasswordResetRequested]
+	deadline := time.After(10 * time.Second)
+	for ev.Data.Email != email {
+		select {
+		case m := <-msgs:
+			if strings.Contains(string(m.Data), token) {
+				t.Fatalf("an event carries the reset token: %s %s", m.Subject, m.Data)
+			}
+			if m.Subject == names.Subject(contracts.EventSubject(contracts.EventPasswordResetRequested)) {
+				if err := json.Unmarshal(m.Data, &ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case <-deadline:
+			t.Fatal("no password-reset event for the address")
+		}
 	}
 	if ttl := time.Until(ev.Data.ExpiresAt); ttl < 29*time.Minute || ttl > 31*time.Minute {
 		t.Fatalf("reset token lifetime %v", ttl)
@@ -360,18 +403,18 @@ func TestAuthPasswordReset(t *testing.T) {
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["token"] == "" {
 		t.Fatalf("forged token: %d %+v", r.Status, p)
 	}
-	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "short"})
+	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": token, "newPassword": "short"})
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["newPassword"] == "" {
 		t.Fatalf("short password: %d %+v", r.Status, p)
 	}
-	if r := c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "a long new passphrase"}); r.Status != http.StatusNoContent {
+	if r := c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": token, "newPassword": "a long new passphrase"}); r.Status != http.StatusNoContent {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
 	}
 	r = c.Do(http.MethodGet, "/api/Customers/me", oldToken, nil)
 	if p := r.Problem(t); r.Status != http.StatusUnauthorized || !strings.Contains(p.Detail, "revoked") {
 		t.Fatalf("a token issued before the reset must be refused: %d %s", r.Status, r.Body)
 	}
-	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "another passphrase"})
+	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": token, "newPassword": "another passphrase"})
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["token"] == "" {
 		t.Fatalf("a used reset token must be refused: %d %s", r.Status, r.Body)
 	}
@@ -383,6 +426,7 @@ func TestAuthPasswordReset(t *testing.T) {
 	if r := c.Do(http.MethodGet, "/api/Customers/me", fresh, nil); r.Status != http.StatusOK {
 		t.Fatalf("new token: %d", r.Status)
 	}
+	mailTo(t, email, "Subject: Your password was changed")
 }
 
 func TestAuthAccountsAndRoles(t *testing.T) {
