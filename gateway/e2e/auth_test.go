@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -778,4 +779,56 @@ func TestAuthAvailability(t *testing.T) {
 			t.Fatalf("accounts = %+v, want only the agent", got)
 		}
 	})
+}
+
+// clientFrom is a client whose connections to the gateway come from a
+// given loopback address, which the gateway passes on as the client IP.
+func clientFrom(t testing.TB, ip string) *Client {
+	hc := stk.HTTPClient()
+	tr := hc.Transport.(*http.Transport).Clone()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	tr.DialContext = d.DialContext
+	return NewClient(t, stk.HTTPSURL, &http.Client{Transport: tr, Timeout: hc.Timeout}, api)
+}
+
+// TestAuthWrongPasswordsDoNotLockTheOwnerOut: five wrong passwords from one
+// client IP lock that IP out of the address, not the owner: the right
+// password from another IP logs in, after at most the address's backoff
+// delay (its Retry-After).
+func TestAuthWrongPasswordsDoNotLockTheOwnerOut(t *testing.T) {
+	email, password, _ := newCustomer(t, "Lockout Co")
+	guesser, owner := clientFrom(t, "127.0.0.1"), clientFrom(t, "127.0.0.2")
+	for i := range 5 {
+		r := guesser.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": "guess-" + strconv.Itoa(i)})
+		if r.Status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := guesser.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password})
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("the guessing IP with the right password: %d %s", r.Status, r.Body)
+	}
+	for try := 0; ; try++ {
+		r = owner.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password})
+		if r.Status != http.StatusTooManyRequests {
+			break
+		}
+		if try == 2 {
+			t.Fatalf("the owner's IP is still refused after waiting out the backoff twice: %s", r.Body)
+		}
+		// The address's backoff: a delay of at most a few seconds here.
+		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil || ra < 1 || ra > 2 {
+			t.Fatalf("the owner's IP got 429 with Retry-After %q, want the backoff's first delay", r.Header.Get("Retry-After"))
+		}
+		time.Sleep(time.Duration(ra) * time.Second)
+	}
+	var tok Token
+	r.JSON(t, &tok)
+	if r.Status != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("the owner from another IP: %d %s", r.Status, r.Body)
+	}
+	if r := guesser.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password}); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("the guessing IP stays throttled for the address: %d", r.Status)
+	}
 }

@@ -37,9 +37,12 @@ type Config struct {
 	SigningKeyFile   string        `env:"AUTH_SIGNING_KEY_FILE" default:"var/auth-signing-key.pem" desc:"PKCS#8 PEM Ed25519 key that signs access tokens"`
 	DevKeygen        bool          `env:"AUTH_DEV_KEYGEN" default:"false" desc:"generate and persist the signing key when the file is missing (development)"`
 	TokenTTL         time.Duration `env:"AUTH_TOKEN_TTL" default:"60m" desc:"access token lifetime"`
-	LoginMaxFailures int           `env:"AUTH_LOGIN_MAX_FAILURES" default:"5" desc:"failed logins per e-mail address per window before 429"`
+	LoginMaxFailures int           `env:"AUTH_LOGIN_MAX_FAILURES" default:"5" desc:"failed logins per (e-mail address, client IP) per window before 429 for that pair"`
 	LoginMaxFailIP   int           `env:"AUTH_LOGIN_MAX_FAILURES_IP" default:"50" desc:"failed logins per client IP per window before 429"`
 	LoginWindow      time.Duration `env:"AUTH_LOGIN_WINDOW" default:"15m" desc:"window of the failed-login counters"`
+	LoginBackoffFree int           `env:"AUTH_LOGIN_BACKOFF_AFTER" default:"5" desc:"login attempts on one e-mail address (from any IP, since its last successful login) before each further one waits"`
+	LoginBackoffMin  time.Duration `env:"AUTH_LOGIN_BACKOFF_MIN" default:"1s" desc:"first wait of an address's login backoff; it doubles with each further attempt"`
+	LoginBackoffMax  time.Duration `env:"AUTH_LOGIN_BACKOFF_MAX" default:"1m" desc:"longest wait between two login attempts on one address (a slowdown, never a lockout)"`
 	CreateLimit      int           `env:"AUTH_ACCOUNT_CREATE_LIMIT" default:"20" desc:"accounts a customer may create per window before 429"`
 	ResetLimit       int           `env:"AUTH_RESET_LIMIT" default:"5" desc:"password-reset requests per e-mail address (known or not) per window before 429"`
 	ResetWindow      time.Duration `env:"AUTH_RESET_WINDOW" default:"1h" desc:"window of the password-reset counter"`
@@ -72,8 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cmd == "healthcheck" {
 		return boot.Healthcheck(ctx, cfg.HTTPAddr, stdout)
 	}
-	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.ResetLimit < 1 ||
-		cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 || cfg.ResetWindow <= 0 {
+	if cfg.LoginMaxFailures < 1 || cfg.LoginMaxFailIP < 1 || cfg.CreateLimit < 1 || cfg.ResetLimit < 1 || cfg.LoginBackoffFree < 1 ||
+		cfg.LoginWindow <= 0 || cfg.CreateWindow <= 0 || cfg.ResetWindow <= 0 || cfg.LoginBackoffMin <= 0 || cfg.LoginBackoffMax < cfg.LoginBackoffMin {
 		return errors.New("config: the AUTH_LOGIN_* and AUTH_ACCOUNT_CREATE_* limits and windows must be positive")
 	}
 	smtpClient, err := mailClient(cfg)
@@ -109,8 +112,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Signer:  auth.NewSigner(key, cfg.JWTIssuer, cfg.JWTAudience, cfg.TokenTTL),
 		Revoker: deps.Verifier.Revocations,
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.NewAttempts(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow, auth.LoginPending),
-			LoginByIP:     ratelimit.NewAttempts(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow, auth.LoginPending),
+			LoginByEmailIP: ratelimit.NewAttempts(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailures, cfg.LoginWindow, auth.LoginPending),
+			LoginByIP:      ratelimit.NewAttempts(deps.Redis, cfg.RedisPrefix, cfg.LoginMaxFailIP, cfg.LoginWindow, auth.LoginPending),
+			LoginBackoff: ratelimit.NewBackoff(deps.Redis, cfg.RedisPrefix, cfg.LoginBackoffFree, cfg.LoginBackoffMin,
+				cfg.LoginBackoffMax, max(cfg.LoginWindow, cfg.LoginBackoffMax)),
 			CreateAccount: ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.CreateLimit, cfg.CreateWindow),
 			ResetByEmail:  ratelimit.New(deps.Redis, cfg.RedisPrefix, cfg.ResetLimit, cfg.ResetWindow),
 		},

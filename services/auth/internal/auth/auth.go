@@ -94,10 +94,13 @@ type Revoker interface {
 
 // Limits are the Redis counters that throttle logins and account creation.
 type Limits struct {
-	LoginByEmail  *ratelimit.Attempts // failed logins per e-mail address
-	LoginByIP     *ratelimit.Attempts // failed logins per client IP
-	CreateAccount *ratelimit.Limiter  // account creations per customer
-	ResetByEmail  *ratelimit.Limiter  // password-reset requests per e-mail address, known or not
+	LoginByEmailIP *ratelimit.Attempts // failed logins per (e-mail address, client IP)
+	LoginByIP      *ratelimit.Attempts // failed logins per client IP
+	// LoginBackoff slows the logins of one address from every IP down
+	// after a few attempts, never stopping them.
+	LoginBackoff  *ratelimit.Backoff
+	CreateAccount *ratelimit.Limiter // account creations per customer
+	ResetByEmail  *ratelimit.Limiter // password-reset requests per e-mail address, known or not
 }
 
 // ResetTTL is how long a password-reset token is valid.
@@ -154,7 +157,7 @@ type Service struct {
 // NewService builds the service.
 func NewService(d Deps) (*Service, error) {
 	if d.Store == nil || d.Signer == nil || d.Revoker == nil || d.Log == nil || d.Now == nil ||
-		d.Limits.LoginByEmail == nil || d.Limits.LoginByIP == nil || d.Limits.CreateAccount == nil || d.Limits.ResetByEmail == nil {
+		d.Limits.LoginByEmailIP == nil || d.Limits.LoginByIP == nil || d.Limits.LoginBackoff == nil || d.Limits.CreateAccount == nil || d.Limits.ResetByEmail == nil {
 		return nil, errors.New("auth: NewService needs every dependency")
 	}
 	dummy, err := HashPassword("not-a-real-password-" + strconv.FormatInt(d.Now().UnixNano(), 10))
@@ -175,15 +178,27 @@ func (s *Service) Signer() *Signer { return s.signer }
 var errBadCredentials = apperr.E(apperr.Unauthorized, "the e-mail address or password is wrong")
 
 // Login checks credentials and issues a token. Failed logins are throttled
-// per e-mail address and per client IP (ratelimit.Attempts): each attempt
-// is begun on both counters before the password is looked at, and the
-// attempts under way count against the limits, so parallel attempts cannot
-// all pass a limit that only a few had room under, and an attempt over a
-// limit costs no password hashing. A wrong password counts as a failure on
-// both; the right one clears the address's failures; an attempt that could
-// not be decided (the database is down) counts on neither. An outcome that
-// could not reach Redis (it went down meanwhile) is recorded before the
-// next login begins, so an outage locks nobody out.
+// three ways, so that guessing is slow but nobody is locked out of their
+// own account by someone else's guesses:
+//
+//   - per (e-mail address, client IP) (ratelimit.Attempts): a client that
+//     got an address's password wrong too often gets 429 for that address;
+//     the owner signing in from another IP is not affected;
+//   - per client IP (ratelimit.Attempts), across addresses;
+//   - per address from every IP (ratelimit.Backoff): after a few attempts
+//     each further one waits a delay that doubles up to a maximum, so
+//     guesses spread over many IPs are slowed down too, while whoever waits
+//     out the delay (Retry-After) gets an attempt: a slowdown, never a
+//     lockout.
+//
+// Each attempt is begun on every counter before the password is looked
+// at, and the attempts under way count against the limits, so parallel
+// attempts cannot all pass a limit that only a few had room under, and an
+// attempt over a limit costs no password hashing. A wrong password counts
+// as a failure; the right one clears the address's counters; an attempt
+// that could not be decided (the database is down) counts on none. An
+// outcome that could not reach Redis (it went down meanwhile) is recorded
+// before the next login begins, so an outage locks nobody out.
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Token, error) {
 	var v apperr.Validation
 	email = strings.TrimSpace(email)
@@ -194,7 +209,7 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err := v.Err(); err != nil {
 		return Token{}, err
 	}
-	att, err := s.beginLogin(ctx, "login:email:"+strings.ToLower(email), "login:ip:"+clientIP)
+	att, err := s.beginLogin(ctx, strings.ToLower(email), clientIP)
 	if err != nil {
 		return Token{}, err
 	}
@@ -232,9 +247,10 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 // login takes.
 const LoginPending = 20 * time.Second
 
-// loginAttempt is a login begun on the address's and the IP's counters.
+// loginAttempt is a login begun on the counters.
 type loginAttempt struct {
-	email, ip ratelimit.Attempt
+	pair, ip   ratelimit.Attempt
+	backoffKey string // set once the address's backoff counted the attempt
 }
 
 type loginOutcome int
@@ -245,23 +261,52 @@ const (
 	loginSucceeded
 )
 
-// beginLogin begins the attempt on both counters and refuses it when
-// either is at its limit, with the longer wait.
-func (s *Service) beginLogin(ctx context.Context, emailKey, ipKey string) (loginAttempt, error) {
+// loginKey names a counter by a hash of its parts: the keys have one size
+// whatever the client sends (addresses are up to 320 characters), and
+// Redis holds no addresses in clear.
+func loginKey(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "login:" + kind + ":" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
+}
+
+// beginLogin begins the attempt on the (address, IP) and IP counters and
+// then on the address's backoff, and refuses it when any of them does,
+// with the longest wait. The backoff comes last, so an attempt refused by
+// the others takes no turn from the address.
+func (s *Service) beginLogin(ctx context.Context, email, ip string) (loginAttempt, error) {
 	var att loginAttempt
 	var wait time.Duration
+	unavailable := func(err error) (loginAttempt, error) {
+		s.endLogin(ctx, att, loginUndecided)
+		return loginAttempt{}, apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
+	}
 	for _, c := range []struct {
 		l   *ratelimit.Attempts
 		key string
 		at  *ratelimit.Attempt
-	}{{s.limits.LoginByEmail, emailKey, &att.email}, {s.limits.LoginByIP, ipKey, &att.ip}} {
+	}{{s.limits.LoginByEmailIP, loginKey("pair", email, ip), &att.pair}, {s.limits.LoginByIP, "login:ip:" + ip, &att.ip}} {
 		at, r, err := c.l.Begin(ctx, c.key)
 		if err != nil {
-			s.endLogin(ctx, att, loginUndecided)
-			return loginAttempt{}, apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
+			return unavailable(err)
 		}
 		*c.at = at
 		if !r.Allowed && r.RetryAfter > wait {
+			wait = r.RetryAfter
+		}
+	}
+	if wait == 0 {
+		key := loginKey("address", email)
+		r, err := s.limits.LoginBackoff.Begin(ctx, key, s.now())
+		if err != nil {
+			return unavailable(err)
+		}
+		if r.Allowed {
+			att.backoffKey = key
+		} else {
 			wait = r.RetryAfter
 		}
 	}
@@ -273,20 +318,28 @@ func (s *Service) beginLogin(ctx context.Context, emailKey, ipKey string) (login
 	return att, nil
 }
 
-// endLogin records the attempt's outcome on both counters. What Redis does
+// endLogin records the attempt's outcome on the counters. What Redis does
 // not take (it went down meanwhile) is recorded before the next login of
 // this process begins; an attempt of a process that died expires after
 // LoginPending.
 func (s *Service) endLogin(ctx context.Context, att loginAttempt, o loginOutcome) {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
+	l := s.limits
 	switch o {
 	case loginFailed:
-		errs = append(errs, s.limits.LoginByEmail.Failed(ctx, att.email), s.limits.LoginByIP.Failed(ctx, att.ip))
+		// The backoff counted the attempt when it began.
+		errs = append(errs, l.LoginByEmailIP.Failed(ctx, att.pair), l.LoginByIP.Failed(ctx, att.ip))
 	case loginSucceeded:
-		errs = append(errs, s.limits.LoginByEmail.Clear(ctx, att.email), s.limits.LoginByIP.Done(ctx, att.ip))
+		errs = append(errs, l.LoginByEmailIP.Clear(ctx, att.pair), l.LoginByIP.Done(ctx, att.ip))
+		if att.backoffKey != "" {
+			errs = append(errs, l.LoginBackoff.Clear(ctx, att.backoffKey))
+		}
 	default:
-		errs = append(errs, s.limits.LoginByEmail.Done(ctx, att.email), s.limits.LoginByIP.Done(ctx, att.ip))
+		errs = append(errs, l.LoginByEmailIP.Done(ctx, att.pair), l.LoginByIP.Done(ctx, att.ip))
+		if att.backoffKey != "" {
+			errs = append(errs, l.LoginBackoff.Undo(ctx, att.backoffKey))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.log.WarnContext(ctx, "login throttle: the attempt's outcome is recorded later", "error", err.Error())

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +34,10 @@ import (
 	"supportplatform.dev/services/auth/internal/postgres"
 )
 
-type limits struct{ email, ip, create, reset int }
+// limits of a fixture: email is per (address, IP); the address's backoff
+// starts after `after` attempts (default: email), waiting 1s doubling up to
+// a minute.
+type limits struct{ email, ip, create, reset, after int }
 
 type fixture struct {
 	svc    *auth.Service
@@ -77,10 +82,11 @@ func newFixture(t *testing.T, l limits) *fixture {
 		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", f.ttl),
 		Revoker: authn.NewRevocations(rdb, prefix),
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.NewAttempts(rdb, prefix, l.email, 15*time.Minute, auth.LoginPending),
-			LoginByIP:     ratelimit.NewAttempts(rdb, prefix, l.ip, 15*time.Minute, auth.LoginPending),
-			CreateAccount: ratelimit.New(rdb, prefix, l.create, time.Hour),
-			ResetByEmail:  ratelimit.New(rdb, prefix, l.reset, time.Hour),
+			LoginByEmailIP: ratelimit.NewAttempts(rdb, prefix, l.email, 15*time.Minute, auth.LoginPending),
+			LoginByIP:      ratelimit.NewAttempts(rdb, prefix, l.ip, 15*time.Minute, auth.LoginPending),
+			LoginBackoff:   ratelimit.NewBackoff(rdb, prefix, cmp.Or(l.after, l.email), time.Second, time.Minute, 15*time.Minute),
+			CreateAccount:  ratelimit.New(rdb, prefix, l.create, time.Hour),
+			ResetByEmail:   ratelimit.New(rdb, prefix, l.reset, time.Hour),
 		},
 		Log:      log,
 		Now:      f.clock.Now,
@@ -163,9 +169,11 @@ func parallel(n int, fn func(i int)) {
 }
 
 // TestParallelWrongLoginsStopAtTheLimit: every attempt is counted before the
-// password is checked, so 50 parallel wrong passwords for one address get
-// exactly the limit's worth of password checks; the rest are refused with
-// 429 and cost no hashing. An unknown address behaves the same.
+// password is checked, so 50 parallel wrong passwords for one address from
+// ten IPs get exactly the backoff's free attempts' worth of password
+// checks; the rest are refused with 429 and cost no hashing. An unknown
+// address behaves the same. Whoever waits out the Retry-After gets an
+// attempt: the right password from a fresh IP logs in.
 func TestParallelWrongLoginsStopAtTheLimit(t *testing.T) {
 	for name, email := range map[string]string{"known address": adminEmail, "unknown address": "nobody@acme.test"} {
 		t.Run(name, func(t *testing.T) {
@@ -181,14 +189,80 @@ func TestParallelWrongLoginsStopAtTheLimit(t *testing.T) {
 			if o.codes[apperr.Unauthorized] != 5 || o.codes[apperr.RateLimited] != 45 {
 				t.Fatalf("outcomes %v, want 5 unauthorized and 45 rate limited", o.codes)
 			}
-			// Over the limit, even the right password is refused unchecked.
+			// Until the delay has passed, even the right password is
+			// refused unchecked, with the delay as Retry-After.
 			before := f.hashes.Load()
 			_, err := f.svc.Login(context.Background(), email, adminPassword, "192.0.2.200")
-			wantCode(t, err, apperr.RateLimited)
+			if e := wantCode(t, err, apperr.RateLimited); e.RetryAfterSeconds != 1 {
+				t.Fatalf("Retry-After %d, want 1", e.RetryAfterSeconds)
+			}
 			if f.hashes.Load() != before {
 				t.Fatal("a refused attempt checked the password")
 			}
+			f.clock.Advance(time.Second)
+			_, err = f.svc.Login(context.Background(), email, adminPassword, "192.0.2.200")
+			if email == adminEmail && err != nil {
+				t.Fatalf("the right password from a fresh IP after the delay: %v", err)
+			}
+			if email != adminEmail {
+				wantCode(t, err, apperr.Unauthorized)
+			}
 		})
+	}
+}
+
+// TestWrongPasswordsDoNotLockTheOwnerOut: five wrong passwords from one IP
+// lock that IP out of the address for the window, not the owner: the right
+// password from another IP logs in, after at most the backoff's delay.
+func TestWrongPasswordsDoNotLockTheOwnerOut(t *testing.T) {
+	f := newFixture(t, limits{email: 5, ip: 50, create: 20, reset: 5, after: 5})
+	ctx := context.Background()
+	for range 5 {
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "198.51.100.1")
+		wantCode(t, err, apperr.Unauthorized)
+	}
+	f.clock.Advance(time.Second) // the address's first delay
+	_, err := f.svc.Login(ctx, adminEmail, adminPassword, "198.51.100.1")
+	if e := wantCode(t, err, apperr.RateLimited); e.RetryAfterSeconds < 60 {
+		t.Fatalf("the guessing IP is throttled for the window, Retry-After %d", e.RetryAfterSeconds)
+	}
+	if _, err := f.svc.Login(ctx, adminEmail, adminPassword, "198.51.100.2"); err != nil {
+		t.Fatalf("the owner from another IP: %v", err)
+	}
+	// The success cleared the address's backoff (not the guessing IP's
+	// counter for it).
+	for range 4 {
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "198.51.100.3")
+		wantCode(t, err, apperr.Unauthorized)
+	}
+	_, err = f.svc.Login(ctx, adminEmail, adminPassword, "198.51.100.1")
+	wantCode(t, err, apperr.RateLimited)
+}
+
+// TestAddressBackoffSlowsDistributedGuessing: guesses from a new IP each
+// time pass the per-IP and per-pair limits, but the address's backoff
+// makes each wait twice as long as the one before, up to a minute.
+func TestAddressBackoffSlowsDistributedGuessing(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	ip := 0
+	guess := func() error {
+		ip++
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "203.0.113."+strconv.Itoa(ip))
+		return err
+	}
+	for range 5 {
+		wantCode(t, guess(), apperr.Unauthorized)
+	}
+	for _, wait := range []int{1, 2, 4, 8, 16, 32, 60, 60} {
+		if e := wantCode(t, guess(), apperr.RateLimited); e.RetryAfterSeconds != wait {
+			t.Fatalf("Retry-After %d, want %d", e.RetryAfterSeconds, wait)
+		}
+		f.clock.Advance(time.Duration(wait) * time.Second)
+		wantCode(t, guess(), apperr.Unauthorized)
+	}
+	if n := f.hashes.Load(); n != 13 {
+		t.Fatalf("%d passwords checked, want 13", n)
 	}
 }
 
