@@ -3,7 +3,7 @@
 //
 //	auth              serve (migrations are applied at start)
 //	auth migrate      apply migrations and exit
-//	auth bootstrap -customer NAME -email ADDR -password PW [-name NAME]
+//	auth bootstrap -customer NAME -email ADDR -password PW [-name NAME] [-language xx]
 package main
 
 import (
@@ -183,10 +183,11 @@ func bootstrap(ctx context.Context, svc *auth.Service, args []string, stdout io.
 	email := fs.String("email", "", "admin e-mail address")
 	password := fs.String("password", "", "admin password (at least 10 characters)")
 	name := fs.String("name", "Administrator", "admin display name")
+	language := fs.String("language", "", "admin's mail language (ISO 639-1: en, de, es, fr; empty keeps it, English by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, a, err := svc.Bootstrap(ctx, *customer, *email, *name, *password)
+	c, a, err := svc.Bootstrap(ctx, *customer, *email, *name, *password, *language)
 	if err != nil {
 		return err
 	}

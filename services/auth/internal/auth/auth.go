@@ -43,6 +43,9 @@ type Account struct {
 	// Available says whether the account's person takes tickets now; the
 	// account sets it itself.
 	Available bool
+	// Language is the ISO 639-1 language of the account's mail; empty:
+	// English.
+	Language string
 }
 
 // Store is the persistence the domain needs. It writes the domain's events
@@ -450,6 +453,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 // NewAccount is the input of CreateAccount.
 type NewAccount struct {
 	Email, Name, Role, Password string
+	Language                    string // optional, ISO 639-1
 }
 
 // CreateAccount adds an account (for example one per integration) to the
@@ -468,6 +472,7 @@ func (s *Service) CreateAccount(ctx context.Context, p authn.Principal, in NewAc
 	v.Check(in.Role == authn.RoleAdmin || in.Role == authn.RoleAgent || in.Role == authn.RoleIntegration,
 		"role", "must be admin, agent or integration")
 	checkPassword(&v, "password", in.Password)
+	in.Language = checkLanguage(&v, "language", in.Language)
 	if err := v.Err(); err != nil {
 		return Account{}, err
 	}
@@ -483,7 +488,8 @@ func (s *Service) CreateAccount(ctx context.Context, p authn.Principal, in NewAc
 	if err != nil {
 		return Account{}, apperr.Wrap(apperr.Internal, err, "")
 	}
-	return s.store.CreateAccount(ctx, Account{CustomerID: p.CustomerID, Email: in.Email, Name: in.Name, Role: in.Role, PasswordHash: hash})
+	return s.store.CreateAccount(ctx, Account{CustomerID: p.CustomerID, Email: in.Email, Name: in.Name, Role: in.Role,
+		PasswordHash: hash, Language: in.Language})
 }
 
 // ListAccounts pages through the caller's customer's accounts. Admins only.
@@ -535,8 +541,9 @@ func (s *Service) CustomerExists(ctx context.Context, customerID int64) (bool, e
 }
 
 // Bootstrap creates or updates a customer with an admin account; used to
-// seed a deployment. Idempotent.
-func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, password string) (Customer, Account, error) {
+// seed a deployment. Idempotent. language (ISO 639-1, optional) is the
+// admin's mail language; empty keeps the account's.
+func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, password, language string) (Customer, Account, error) {
 	var v apperr.Validation
 	customerName, email, name = strings.TrimSpace(customerName), strings.TrimSpace(email), strings.TrimSpace(name)
 	v.Check(customerName != "", "customer", "is required")
@@ -544,6 +551,7 @@ func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, pass
 	checkEmail(&v, "email", email)
 	checkText(&v, "name", name, maxNameLen)
 	checkPassword(&v, "password", password)
+	lang := checkLanguage(&v, "language", language)
 	if err := v.Err(); err != nil {
 		return Customer{}, Account{}, err
 	}
@@ -551,7 +559,7 @@ func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, pass
 	if err != nil {
 		return Customer{}, Account{}, err
 	}
-	c, a, err := s.store.Bootstrap(ctx, customerName, Account{Email: email, Name: name, Role: authn.RoleAdmin, PasswordHash: hash})
+	c, a, err := s.store.Bootstrap(ctx, customerName, Account{Email: email, Name: name, Role: authn.RoleAdmin, PasswordHash: hash, Language: lang})
 	if err != nil {
 		return c, a, err
 	}
@@ -586,6 +594,15 @@ func checkEmail(v *apperr.Validation, field, email string) {
 		ev.Check(err == nil && addr.Address == email, field, "must be a valid e-mail address")
 	}
 	v.Merge("", &ev)
+}
+
+// checkLanguage accepts an empty value or an ISO 639-1 code (two letters,
+// any case) and returns it in lower case.
+func checkLanguage(v *apperr.Validation, field, lang string) string {
+	lang = strings.ToLower(strings.TrimSpace(lang))
+	ok := lang == "" || len(lang) == 2 && strings.Trim(lang, "abcdefghijklmnopqrstuvwxyz") == ""
+	v.Check(ok, field, "must be an ISO 639-1 code of two letters")
+	return lang
 }
 
 func checkPassword(v *apperr.Validation, field, pw string) {

@@ -100,7 +100,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword); err != nil {
+	if _, _, err := f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword, ""); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -522,7 +522,7 @@ func TestAccountCreationLimitPerCustomer(t *testing.T) {
 	if o.codes[""] != 4 || o.codes[apperr.RateLimited] != 8 {
 		t.Fatalf("outcomes %v, want 4 created and 8 rate limited", o.codes)
 	}
-	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase")
+	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +541,7 @@ func TestTakenAddressAnswersAlike(t *testing.T) {
 	if _, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "agent@acme.test", Role: authn.RoleAgent, Password: "agent passphrase"}); err != nil {
 		t.Fatal(err)
 	}
-	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase")
+	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,15 +587,15 @@ func TestControlCharactersAreRefused(t *testing.T) {
 			return err
 		}},
 		{"bootstrap customer NUL", "customer", func() error {
-			_, _, err := f.svc.Bootstrap(ctx, "Ac\x00me", "b@acme.test", "Admin", "a long passphrase")
+			_, _, err := f.svc.Bootstrap(ctx, "Ac\x00me", "b@acme.test", "Admin", "a long passphrase", "")
 			return err
 		}},
 		{"bootstrap name NUL", "name", func() error {
-			_, _, err := f.svc.Bootstrap(ctx, "Acme", "b@acme.test", "Ad\x00min", "a long passphrase")
+			_, _, err := f.svc.Bootstrap(ctx, "Acme", "b@acme.test", "Ad\x00min", "a long passphrase", "")
 			return err
 		}},
 		{"bootstrap customer invalid UTF-8", "customer", func() error {
-			_, _, err := f.svc.Bootstrap(ctx, "Ac\xffme", "b@acme.test", "Admin", "a long passphrase")
+			_, _, err := f.svc.Bootstrap(ctx, "Ac\xffme", "b@acme.test", "Admin", "a long passphrase", "")
 			return err
 		}},
 	}
@@ -657,5 +657,31 @@ func TestForgotPasswordLimitedPerAddress(t *testing.T) {
 				t.Fatalf("%d reset events, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestAccountLanguage: an account's mail language is an ISO 639-1 code,
+// stored in lower case; bootstrap sets it or keeps it.
+func TestAccountLanguage(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	admin := f.admin(t)
+	a, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "es@acme.test", Name: "Ana", Role: authn.RoleAgent,
+		Password: "agent passphrase", Language: " ES "})
+	if err != nil || a.Language != "es" {
+		t.Fatalf("created %+v, %v", a, err)
+	}
+	for _, bad := range []string{"spa", "e", "e1", "é?"} {
+		_, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "x@acme.test", Role: authn.RoleAgent,
+			Password: "agent passphrase", Language: bad})
+		if e := wantCode(t, err, apperr.Invalid); e.Fields["language"] == "" {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+	if _, a, err = f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword, "fr"); err != nil || a.Language != "fr" {
+		t.Fatalf("bootstrap with a language: %+v %v", a, err)
+	}
+	if _, a, err = f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword, ""); err != nil || a.Language != "fr" {
+		t.Fatalf("bootstrap without one keeps it: %+v %v", a, err)
 	}
 }

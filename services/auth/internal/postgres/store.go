@@ -36,11 +36,12 @@ type Store struct{ db *pgxpool.Pool }
 // New returns a store on pool (whose search_path is the auth schema).
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
-const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available`
+const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available,
+	coalesce(a.language, '')`
 
 func scanAccount(row pgx.Row, extra ...any) (auth.Account, error) {
 	var a auth.Account
-	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt, &a.Available}, extra...)
+	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt, &a.Available, &a.Language}, extra...)
 	err := row.Scan(dest...)
 	return a, err
 }
@@ -151,8 +152,8 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 
 // CreateAccount inserts an account.
 func (s *Store) CreateAccount(ctx context.Context, in auth.Account) (auth.Account, error) {
-	a, err := scanAccount(s.db.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+accountCols, in.CustomerID, in.Email, in.Name, in.Role, in.PasswordHash))
+	a, err := scanAccount(s.db.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash, language)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, '')) RETURNING `+accountCols, in.CustomerID, in.Email, in.Name, in.Role, in.PasswordHash, in.Language))
 	if postgres.UniqueViolation(err, "accounts_email_key") {
 		// Addresses are global login identities: the answer is the same
 		// whichever customer holds the address, and does not say which.
@@ -233,8 +234,9 @@ func (s *Store) Bootstrap(ctx context.Context, customerName string, in auth.Acco
 		}
 		var err error
 		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET password_hash = $2, name = $3, role = 'admin',
-			password_changed_at = now(), disabled_at = NULL WHERE lower(email) = lower($1) RETURNING `+accountCols,
-			in.Email, in.PasswordHash, in.Name))
+			password_changed_at = now(), disabled_at = NULL, language = coalesce(NULLIF($4, ''), language)
+			WHERE lower(email) = lower($1) RETURNING `+accountCols,
+			in.Email, in.PasswordHash, in.Name, in.Language))
 		switch {
 		case err == nil:
 			return tx.QueryRow(ctx, `UPDATE customers SET name = $2, deleted_at = NULL WHERE customer_id = $1
@@ -246,8 +248,8 @@ func (s *Store) Bootstrap(ctx context.Context, customerName string, in auth.Acco
 			customerName).Scan(&c.ID, &c.Name, &c.CreatedAt); err != nil {
 			return err
 		}
-		a, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
-			VALUES ($1, $2, $3, 'admin', $4) RETURNING `+accountCols, c.ID, in.Email, in.Name, in.PasswordHash))
+		a, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash, language)
+			VALUES ($1, $2, $3, 'admin', $4, NULLIF($5, '')) RETURNING `+accountCols, c.ID, in.Email, in.Name, in.PasswordHash, in.Language))
 		return err
 	})
 	return c, a, postgres.Error(err, "account")
