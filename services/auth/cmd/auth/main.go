@@ -101,7 +101,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	var worker *mail.Worker
 	if smtpClient != nil {
 		worker, err = mail.NewWorker(store, smtpClient, cfg.SMTPFrom, mail.WorkerOptions{MaxAttempts: cfg.SMTPMaxAttempts,
-			Abandon: max(10*time.Minute, 4*cfg.SMTPTimeout)}, deps.Log, deps.Now)
+			// A batch (10) of deliveries that all run into the timeout,
+			// with room to spare.
+			Abandon: max(10*time.Minute, 12*cfg.SMTPTimeout)}, deps.Log, deps.Now)
 		if err != nil {
 			return fmt.Errorf("config: SMTP_FROM: %w", err)
 		}

@@ -38,13 +38,17 @@ const (
 
 // relay is an in-process SMTP server that requires STARTTLS and AUTH, with
 // a self-signed certificate the client trusts through its CA pool.
-func relay(t *testing.T) (*smtpfake.Server, *x509.CertPool) {
+func relay(t *testing.T, onMessage ...func(smtpfake.Message)) (*smtpfake.Server, *x509.CertPool) {
 	t.Helper()
 	cfg, certPEM, err := smtpfake.SelfSigned(time.Now(), "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := smtpfake.Start("127.0.0.1:0", smtpfake.Options{TLS: cfg, Username: relayUser, Password: relayPass})
+	o := smtpfake.Options{TLS: cfg, Username: relayUser, Password: relayPass}
+	if len(onMessage) > 0 {
+		o.OnMessage = onMessage[0]
+	}
+	srv, err := smtpfake.Start("127.0.0.1:0", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +76,7 @@ type fixture struct {
 	acct  auth.Account
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, onMessage ...func(smtpfake.Message)) *fixture {
 	t.Helper()
 	pool, err := pgpkg.Open(context.Background(), pgpkg.Options{URL: pgtest.NewDatabase(t), Schema: postgres.Schema, Migrations: postgres.Migrations()}, discard)
 	if err != nil {
@@ -81,7 +85,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(pool.Close)
 	f := &fixture{store: postgres.New(pool), db: pool, clock: clocktest.New(t0)}
 	var roots *x509.CertPool
-	f.relay, roots = relay(t)
+	f.relay, roots = relay(t, onMessage...)
 	f.w, err = mail.NewWorker(f.store, client(t, f.relay.Addr, roots, relayUser, relayPass), "Support Desk <no-reply@support.example>",
 		mail.WorkerOptions{MaxAttempts: 3}, discard, f.clock.Now)
 	if err != nil {
@@ -404,3 +408,26 @@ func (s *countSession) Logout() error                        { return nil }
 func (s *countSession) Mail(string, *smtp.MailOptions) error { return nil }
 func (s *countSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
 func (s *countSession) Data(r io.Reader) error               { *s.n++; _, err := io.ReadAll(r); return err }
+
+// A sender that stops puts the mails it claimed and did not try back. The
+// mail in delivery when it stopped had reached the relay; whether its
+// answer still came (sent) or was cut off (unknown), it is never sent again.
+func TestStoppedSenderPutsUntriedMailsBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	// The relay's first accepted mail stops the sender before the relay
+	// answers it.
+	f := newFixture(t, func(smtpfake.Message) { cancel() })
+	f.requestReset(t, "raw-token-8")
+	f.requestReset(t, "raw-token-9")
+	if n, err := f.w.RunOnce(ctx); n != 2 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunOnce stopped mid-batch: %d claimed, %v", n, err)
+	}
+	rs := f.rows(t)
+	if len(rs) != 2 || (rs[0].state != mail.StateUnknown && rs[0].state != mail.StateSent) || rs[0].link != nil || rs[1].state != mail.StatePending || rs[1].link == nil || f.relay.Attempts() != 1 {
+		t.Fatalf("after the stop: %+v, %d offers", rs, f.relay.Attempts())
+	}
+	f.runOnce(t)
+	if msgs := f.relay.Messages(); len(msgs) != 2 || f.relay.Attempts() != 2 {
+		t.Fatalf("%d mails in %d offers after the restart, want 2 in 2", len(msgs), f.relay.Attempts())
+	}
+}

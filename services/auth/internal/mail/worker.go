@@ -48,7 +48,8 @@ type WorkerOptions struct {
 	BackoffMin  time.Duration // wait after the first refused attempt, doubling each time (default 30s)
 	BackoffMax  time.Duration // longest wait between attempts (default 15m)
 	// Abandon is how long after its claim an unsettled mail is given up as
-	// StateUnknown; longer than any delivery can take (default 10m).
+	// StateUnknown; longer than a whole batch's deliveries can take
+	// (default 10m).
 	Abandon time.Duration
 	Keep    time.Duration // how long settled rows are kept (default 30 days)
 	Batch   int           // mails claimed per pass (default 10)
@@ -148,7 +149,18 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, q := range batch {
+	for i, q := range batch {
+		if ctx.Err() != nil {
+			// Stopping: the claimed mails not yet tried go back to the
+			// queue now rather than being given up as unknown later.
+			keep := context.WithoutCancel(ctx)
+			for _, rest := range batch[i:] {
+				if err := w.queue.RetryMail(keep, rest.ID, now, "not tried: the sender stopped"); err != nil {
+					return len(batch), err
+				}
+			}
+			return len(batch), ctx.Err()
+		}
 		if err := w.deliver(ctx, q); err != nil {
 			return len(batch), err
 		}
