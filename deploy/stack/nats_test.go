@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,16 @@ func TestStackNATSUsers(t *testing.T) {
 	topicsEvent := names.Subject(contracts.EventSubject(contracts.EventTopicDeleted))
 	authRPC := names.Subject(contracts.RPCCustomerExists)
 	pub := func(subject string) string { return "PUB " + subject + " 2\r\nhi\r\n" }
+	// Consumer creation as nats.go asks for it (the filter in the subject,
+	// nats-server 2.9+), checked against the real server's permissions.
+	events := names.Stream(contracts.StreamEvents)
+	createConsumer := func(durable, filter string) string {
+		subj := "$JS.API.CONSUMER.CREATE." + events + "." + names.Stream(durable)
+		if filter != "" {
+			subj += "." + names.Subject(filter)
+		}
+		return pub(subj)
+	}
 	cases := []struct {
 		name, user, cmd, want string
 	}{
@@ -115,6 +127,13 @@ func TestStackNATSUsers(t *testing.T) {
 		{"topics serves auth's RPC", "topics", "SUB " + authRPC + " q 1\r\n", "-ERR 'Permissions Violation for Subscription"},
 		{"auth serves its RPC", "auth", "SUB " + authRPC + " q 1\r\n", "PONG"},
 		{"harness watches every event", contracts.HarnessUser, "SUB " + names.Subject(contracts.EventsSubjects) + " 1\r\n", "PONG"},
+		{"tickets creates its own consumer", "tickets", createConsumer(contracts.DurableTicketsTopics, contracts.EventSubject("topic.>")), "PONG"},
+		{"tickets narrows its own filter", "tickets", createConsumer(contracts.DurableTicketsTopics, contracts.EventSubject("topic.updated")), "PONG"},
+		{"tickets reads auth's events", "tickets", createConsumer(contracts.DurableTicketsTopics, contracts.EventSubject("auth.>")), "-ERR 'Permissions Violation for Publish"},
+		{"tickets reads the whole stream", "tickets", createConsumer(contracts.DurableTicketsTopics, ""), "-ERR 'Permissions Violation for Publish"},
+		{"tickets names a new consumer", "tickets", createConsumer("SPY", contracts.EventSubject("topic.>")), "-ERR 'Permissions Violation for Publish"},
+		{"tickets subscribes to auth's events", "tickets", "SUB " + names.Subject(contracts.EventSubject("auth.>")) + " 1\r\n", "-ERR 'Permissions Violation for Subscription"},
+		{"assistant creates its own consumer", "assistant", createConsumer(contracts.DurableAssistantDetect, contracts.EventSubject(contracts.EventTopicDetectionRequested)), "PONG"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,5 +184,70 @@ func TestComposeNATSConfigIsValid(t *testing.T) {
 	cmd = exec.Command(NATSServerBin, "-t", "-c", path)
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Fatalf("nats-server accepted the configuration without the password variables:\n%s", out)
+	}
+}
+
+// request sends a request as the harness would and returns the payload of
+// the reply.
+func (s *natsSession) request(t *testing.T, subject, payload string) string {
+	t.Helper()
+	if got := s.send(t, "SUB _INBOX.limits 99\r\nPUB "+subject+" _INBOX.limits "+strconv.Itoa(len(payload))+"\r\n"+payload+"\r\n"); got != "PONG" {
+		t.Fatalf("request %s: %s", subject, got)
+	}
+	head := s.line(t)
+	for head == "PING" || head == "PONG" {
+		head = s.line(t)
+	}
+	f := strings.Fields(head) // MSG <subject> <sid> <size>
+	if len(f) != 4 || f[0] != "MSG" {
+		t.Fatalf("reply to %s: %q", subject, head)
+	}
+	n, _ := strconv.Atoi(f[3])
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(s.r, body); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.send(t, "UNSUB 99\r\n"); got != "PONG" {
+		t.Fatal(got)
+	}
+	return string(body[:n])
+}
+
+// The generated configuration puts every user in one account whose
+// JetStream limits the real server reports and enforces.
+func TestStackNATSAccountLimits(t *testing.T) {
+	names := contracts.Names{Prefix: "tl" + randid.Hex(3)}
+	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
+	if err := s.startNATS(t.Context(), names); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.natsProc.stop(10 * time.Second) }()
+	sess, login := dialNATS(t, s.natsURL(contracts.HarnessUser))
+	if login != "PONG" {
+		t.Fatalf("login: %s", login)
+	}
+	var info struct {
+		Limits struct {
+			MaxMemory    int64 `json:"max_memory"`
+			MaxStorage   int64 `json:"max_storage"`
+			MaxStreams   int   `json:"max_streams"`
+			MaxConsumers int   `json:"max_consumers"`
+		} `json:"limits"`
+	}
+	if err := json.Unmarshal([]byte(sess.request(t, "$JS.API.INFO", "")), &info); err != nil {
+		t.Fatal(err)
+	}
+	l, want := info.Limits, DefaultJetStreamLimits
+	if l.MaxMemory != want.MaxMemory || l.MaxStorage != want.MaxFile || l.MaxStreams != want.MaxStreams || l.MaxConsumers != want.MaxConsumers {
+		t.Fatalf("account limits %+v, want %+v", l, want)
+	}
+	// One stream more than the limit is refused.
+	for i := 1; i <= want.MaxStreams+1; i++ {
+		name := "LIMIT" + strconv.Itoa(i)
+		reply := sess.request(t, "$JS.API.STREAM.CREATE."+name, `{"name":"`+name+`","subjects":["limit.`+strconv.Itoa(i)+`"],"storage":"memory","max_bytes":1024}`)
+		refused := strings.Contains(reply, `"error"`)
+		if refused != (i > want.MaxStreams) {
+			t.Fatalf("stream %d of at most %d: %s", i, want.MaxStreams, reply)
+		}
 	}
 }

@@ -25,6 +25,36 @@ type NATSConfig struct {
 	HTTPPort int    // monitoring port; 0: none
 	StoreDir string // JetStream storage
 	Users    []NATSUser
+	// Limits bound what the users' account may hold in JetStream; zero:
+	// DefaultJetStreamLimits.
+	Limits JetStreamLimits
+}
+
+// NATSAccount is the account every user of the generated configuration
+// belongs to (services and the harness share the streams).
+const NATSAccount = "SUPPORT"
+
+// JetStreamLimits are an account's JetStream limits: bytes in memory and on
+// disk over all its streams, and how many streams and consumers it may
+// have. The server refuses a stream or consumer, or a message, that would
+// go over them (the platform's streams and buckets have their own limits
+// below these).
+type JetStreamLimits struct {
+	MaxMemory    int64
+	MaxFile      int64
+	MaxStreams   int
+	MaxConsumers int
+}
+
+// DefaultJetStreamLimits bound the account of a deployment: a handful of
+// streams and buckets (EVENTS, MAIL_IMPORT, MAIL_INBOUND, two object
+// stores), a few durable consumers per service, and the ordered consumers
+// that object reads open for a moment.
+var DefaultJetStreamLimits = JetStreamLimits{
+	MaxMemory:    256 << 20,
+	MaxFile:      16 << 30,
+	MaxStreams:   32,
+	MaxConsumers: 1000,
 }
 
 // ServiceNATSUsers returns one user per service of contracts.Services, with
@@ -71,8 +101,15 @@ func RenderNATSConfig(c NATSConfig) []byte {
 	if c.HTTPPort != 0 {
 		fmt.Fprintf(&b, "http_port: %d\n", c.HTTPPort)
 	}
+	lim := c.Limits
+	if lim == (JetStreamLimits{}) {
+		lim = DefaultJetStreamLimits
+	}
 	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n}\n", q(c.StoreDir))
-	fmt.Fprintf(&b, "authorization {\n  users: [\n")
+	fmt.Fprintf(&b, "accounts {\n  %s: {\n", NATSAccount)
+	fmt.Fprintf(&b, "    jetstream: {\n      max_memory: %d\n      max_file: %d\n      max_streams: %d\n      max_consumers: %d\n    }\n",
+		lim.MaxMemory, lim.MaxFile, lim.MaxStreams, lim.MaxConsumers)
+	fmt.Fprintf(&b, "    users: [\n")
 	for _, u := range c.Users {
 		pw := q(u.Password)
 		if u.PasswordEnv != "" {
@@ -86,6 +123,6 @@ func RenderNATSConfig(c NATSConfig) []byte {
 		}
 		fmt.Fprintf(&b, "      }\n    }\n")
 	}
-	fmt.Fprintf(&b, "  ]\n}\n")
+	fmt.Fprintf(&b, "    ]\n  }\n}\n")
 	return b.Bytes()
 }

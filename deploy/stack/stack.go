@@ -106,6 +106,9 @@ type Stack struct {
 	DataDir     string
 	Demo        *Account
 	Services    []string // started services, in start order
+	// Mail is the SMTP relay auth sends through (started with auth): it
+	// prints and keeps the mails instead of delivering them.
+	Mail *MailRelay
 
 	env      map[string][]string
 	bins     map[string]string
@@ -215,6 +218,11 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	services, err := selectServices(opts)
 	if err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(services, func(svc Service) bool { return svc.Name == "auth" }) {
+		if s.Mail, err = startMailRelay(s.TLS, filepath.Join(s.DataDir, "logs"), s.log); err != nil {
+			return nil, fmt.Errorf("mail relay: %w", err)
+		}
 	}
 	if err := s.startNATS(ctx, contracts.Names{Prefix: opts.NATSPrefix}); err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
@@ -356,7 +364,11 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 		env = append(env,
 			"AUTH_SIGNING_KEY_FILE="+filepath.Join(s.DataDir, "auth", "signing-key.pem"),
 			"AUTH_DEV_KEYGEN=true",
+			"AUTH_RESET_URL=https://127.0.0.1:"+strconv.Itoa(opts.HTTPSPort)+"/reset-password",
 		)
+		if s.Mail != nil {
+			env = append(env, s.Mail.Env...)
+		}
 	}
 	if svc.Name == "tickets" {
 		env = append(env, "TICKET_REF_SECRET="+s.ticketRefSecret)
@@ -485,6 +497,9 @@ func (s *Stack) Stop() error {
 		}
 		if s.natsProc != nil {
 			errs = append(errs, s.natsProc.stop(15*time.Second))
+		}
+		if s.Mail != nil {
+			errs = append(errs, s.Mail.Close())
 		}
 		if s.ownsDB && s.Database != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

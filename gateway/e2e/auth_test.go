@@ -10,8 +10,10 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +24,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
+	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/pkg/smtpfake"
 )
 
 // envOf returns one variable of a service's environment in the stack.
@@ -312,6 +316,35 @@ func TestAuthPathsAreCaseInsensitive(t *testing.T) {
 	}
 }
 
+// mailTo waits for the stack's mail relay to hold a mail to addr whose
+// decoded text contains want, and returns that text.
+func mailTo(t *testing.T, addr, want string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var text string
+	_, err := stk.Mail.Wait(ctx, func(msgs []smtpfake.Message) bool {
+		for _, m := range msgs {
+			if len(m.To) == 1 && m.To[0] == addr {
+				if s := stack.FormatMail(m); strings.Contains(s, want) {
+					text = s
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no mail to %s containing %q: %v", addr, want, err)
+	}
+	return text
+}
+
+var resetLinkRe = regexp.MustCompile(`/reset-password#token=([A-Za-z0-9_-]+)`)
+
+// TestAuthPasswordReset: the reset link reaches the owner by mail (the
+// stack's relay, over STARTTLS), no event on the bus carries the token, the
+// token sets a new password once, and the owner is told by mail.
 func TestAuthPasswordReset(t *testing.T) {
 	c := client(t)
 	email, password, oldToken := newCustomer(t, "Reset Co")
@@ -322,8 +355,8 @@ func TestAuthPasswordReset(t *testing.T) {
 	}
 	defer nc.Close()
 	names := contracts.Names{Prefix: stk.NATSPrefix}
-	msgs := make(chan *nats.Msg, 8)
-	sub, err := nc.ChanSubscribe(names.Subject(contracts.EventSubject(contracts.EventPasswordResetRequested)), msgs)
+	msgs := make(chan *nats.Msg, 256)
+	sub, err := nc.ChanSubscribe(names.Subject("events.>"), msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,17 +373,28 @@ func TestAuthPasswordReset(t *testing.T) {
 			t.Fatalf("invalid address %q: %d %s", bad, r.Status, r.Body)
 		}
 	}
-	var ev contracts.Event[contracts.PasswordResetRequested]
-	select {
-	case m := <-msgs:
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no password-reset event")
+	mail := mailTo(t, email, "/reset-password#token=")
+	m := resetLinkRe.FindStringSubmatch(mail)
+	if m == nil || len(m[1]) != 43 || !strings.Contains(mail, "Subject: Reset your password") {
+		t.Fatalf("reset mail:\n%s", mail)
 	}
-	if ev.Data.Email != email {
-		t.Fatalf("the event is for %q, want %q (an unknown address must not produce one)", ev.Data.Email, email)
+	token := m[1]
+	var ev contracts.Event[contracts.PasswordResetRequested]
+	deadline := time.After(10 * time.Second)
+	for ev.Data.Email != email {
+		select {
+		case m := <-msgs:
+			if strings.Contains(string(m.Data), token) {
+				t.Fatalf("an event carries the reset token: %s %s", m.Subject, m.Data)
+			}
+			if m.Subject == names.Subject(contracts.EventSubject(contracts.EventPasswordResetRequested)) {
+				if err := json.Unmarshal(m.Data, &ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case <-deadline:
+			t.Fatal("no password-reset event for the address")
+		}
 	}
 	if ttl := time.Until(ev.Data.ExpiresAt); ttl < 29*time.Minute || ttl > 31*time.Minute {
 		t.Fatalf("reset token lifetime %v", ttl)
@@ -360,18 +404,18 @@ func TestAuthPasswordReset(t *testing.T) {
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["token"] == "" {
 		t.Fatalf("forged token: %d %+v", r.Status, p)
 	}
-	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "short"})
+	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": token, "newPassword": "short"})
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["newPassword"] == "" {
 		t.Fatalf("short password: %d %+v", r.Status, p)
 	}
-	if r := c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "a long new passphrase"}); r.Status != http.StatusNoContent {
+	if r := c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": token, "newPassword": "a long new passphrase"}); r.Status != http.StatusNoContent {
 		t.Fatalf("reset: %d %s", r.Status, r.Body)
 	}
 	r = c.Do(http.MethodGet, "/api/Customers/me", oldToken, nil)
 	if p := r.Problem(t); r.Status != http.StatusUnauthorized || !strings.Contains(p.Detail, "revoked") {
 		t.Fatalf("a token issued before the reset must be refused: %d %s", r.Status, r.Body)
 	}
-	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": ev.Data.Token, "newPassword": "another passphrase"})
+	r = c.Do(http.MethodPost, "/api/Auth/reset-password", "", map[string]string{"token": token, "newPassword": "another passphrase"})
 	if p := r.Problem(t); r.Status != http.StatusBadRequest || p.Errors["token"] == "" {
 		t.Fatalf("a used reset token must be refused: %d %s", r.Status, r.Body)
 	}
@@ -383,6 +427,7 @@ func TestAuthPasswordReset(t *testing.T) {
 	if r := c.Do(http.MethodGet, "/api/Customers/me", fresh, nil); r.Status != http.StatusOK {
 		t.Fatalf("new token: %d", r.Status)
 	}
+	mailTo(t, email, "Subject: Your password was changed")
 }
 
 func TestAuthAccountsAndRoles(t *testing.T) {
@@ -734,4 +779,56 @@ func TestAuthAvailability(t *testing.T) {
 			t.Fatalf("accounts = %+v, want only the agent", got)
 		}
 	})
+}
+
+// clientFrom is a client whose connections to the gateway come from a
+// given loopback address, which the gateway passes on as the client IP.
+func clientFrom(t testing.TB, ip string) *Client {
+	hc := stk.HTTPClient()
+	tr := hc.Transport.(*http.Transport).Clone()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	tr.DialContext = d.DialContext
+	return NewClient(t, stk.HTTPSURL, &http.Client{Transport: tr, Timeout: hc.Timeout}, api)
+}
+
+// TestAuthWrongPasswordsDoNotLockTheOwnerOut: five wrong passwords from one
+// client IP lock that IP out of the address, not the owner: the right
+// password from another IP logs in, after at most the address's backoff
+// delay (its Retry-After).
+func TestAuthWrongPasswordsDoNotLockTheOwnerOut(t *testing.T) {
+	email, password, _ := newCustomer(t, "Lockout Co")
+	guesser, owner := clientFrom(t, "127.0.0.1"), clientFrom(t, "127.0.0.2")
+	for i := range 5 {
+		r := guesser.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": "guess-" + strconv.Itoa(i)})
+		if r.Status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := guesser.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password})
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("the guessing IP with the right password: %d %s", r.Status, r.Body)
+	}
+	for try := 0; ; try++ {
+		r = owner.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password})
+		if r.Status != http.StatusTooManyRequests {
+			break
+		}
+		if try == 2 {
+			t.Fatalf("the owner's IP is still refused after waiting out the backoff twice: %s", r.Body)
+		}
+		// The address's backoff: a delay of at most a few seconds here.
+		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil || ra < 1 || ra > 2 {
+			t.Fatalf("the owner's IP got 429 with Retry-After %q, want the backoff's first delay", r.Header.Get("Retry-After"))
+		}
+		time.Sleep(time.Duration(ra) * time.Second)
+	}
+	var tok Token
+	r.JSON(t, &tok)
+	if r.Status != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("the owner from another IP: %d %s", r.Status, r.Body)
+	}
+	if r := guesser.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password}); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("the guessing IP stays throttled for the address: %d", r.Status)
+	}
 }

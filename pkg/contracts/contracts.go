@@ -62,13 +62,13 @@ type Event[T any] struct {
 	Data       T         `json:"data"`
 }
 
-// PasswordResetRequested carries what a mail sender needs to send the reset
-// mail. The stream is internal; the token is single-use and expires.
+// PasswordResetRequested records that a reset was requested for an account.
+// It never carries the token: auth mails the link itself, and every service
+// may read the EVENTS stream's auth events only through contracts.Services.
 type PasswordResetRequested struct {
 	AccountID int64     `json:"accountID"`
 	Email     string    `json:"email"`
 	Name      string    `json:"name"`
-	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 

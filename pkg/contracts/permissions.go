@@ -20,8 +20,10 @@ type Service struct {
 	Queues []string
 	// Streams are the streams it declares (create, update, info).
 	Streams []string
-	// Consumes are the streams it reads with its own durable consumers.
-	Consumes []string
+	// Consumers are the durable consumers it creates and reads: its
+	// JetStream rights name each one's stream, durable name and filter,
+	// and no other consumer on those streams.
+	Consumers []Consumer
 	// Buckets are the JetStream Object Store buckets it owns (base names,
 	// Bucket* constants; Names.Stream gives the full bucket name): it
 	// creates them, writes, reads and deletes objects in them, and may
@@ -78,11 +80,14 @@ var Services = []Service{
 		// MAIL_INBOUND (attachment bytes in its bucket), and agents' replies
 		// out by mail (message.reply.sent); its delivery events go through
 		// the mail outbox, which mailingest relays.
-		Name:     "importworker",
-		Queues:   []string{MailInboundSubjects},
-		Streams:  []string{StreamEvents, StreamMailImport, StreamMailInbound},
-		Consumes: []string{StreamMailImport, StreamEvents},
-		Buckets:  []string{BucketMailAttachments},
+		Name:    "importworker",
+		Queues:  []string{MailInboundSubjects},
+		Streams: []string{StreamEvents, StreamMailImport, StreamMailInbound},
+		Consumers: []Consumer{
+			{Stream: StreamMailImport, Durable: DurableImportWorker},
+			{Stream: StreamEvents, Durable: DurableImportWorkerReplies, Filter: EventSubject(EventReplySent)},
+		},
+		Buckets: []string{BucketMailAttachments},
 	},
 	{
 		// End users, tickets and their messages.
@@ -97,7 +102,11 @@ var Services = []Service{
 		// Topic names follow topic.updated and topic.deleted; reply
 		// deliveries follow message.reply.*; imported mail comes from
 		// MAIL_INBOUND.
-		Consumes: []string{StreamEvents, StreamMailInbound},
+		Consumers: []Consumer{
+			{Stream: StreamEvents, Durable: DurableTicketsTopics, Filter: EventSubject("topic.>")},
+			{Stream: StreamEvents, Durable: DurableTicketsReplyDelivery, Filter: EventSubject("message.reply.>")},
+			{Stream: StreamMailInbound, Durable: DurableTicketsMailInbound},
+		},
 		// Attachment bytes; imported mails' attachments are read from the
 		// import worker's bucket.
 		Buckets:      []string{BucketAttachments},
@@ -107,12 +116,37 @@ var Services = []Service{
 		// The AI assistant of the tickets context: topic detection and
 		// prepared replies on new messages. Its events go through the
 		// tickets outbox, which the tickets binary relays.
-		Name:     "assistant",
-		Calls:    []string{RPCTopicsAll, RPCTopicDocuments, RPCTopicActions, RPCTopicNames},
-		Streams:  []string{StreamEvents},
-		Consumes: []string{StreamEvents},
+		Name:    "assistant",
+		Calls:   []string{RPCTopicsAll, RPCTopicDocuments, RPCTopicActions, RPCTopicNames},
+		Streams: []string{StreamEvents},
+		Consumers: []Consumer{
+			{Stream: StreamEvents, Durable: DurableAssistantMessages, Filter: EventSubject(EventMessageCreated)},
+			{Stream: StreamEvents, Durable: DurableAssistantDetect, Filter: EventSubject(EventTopicDetectionRequested)},
+		},
 	},
 }
+
+// Consumer is one durable JetStream consumer of a service.
+type Consumer struct {
+	Stream  string // base stream name (Stream* constants)
+	Durable string // base durable name (Durable* constants); Names.Stream gives the full one
+	// Filter is the base filter subject (EventSubject(...), wildcards
+	// allowed); empty: the whole stream.
+	Filter string
+}
+
+// Durable consumer names (base names; Names.Stream gives the full name).
+// The services create their consumers with exactly these names and
+// filters, which is all their NATS users may create.
+const (
+	DurableImportWorker         = "IMPORTWORKER"         // importworker: folder imports from MAIL_IMPORT
+	DurableImportWorkerReplies  = "IMPORTWORKER_REPLIES" // importworker: message.reply.sent from EVENTS
+	DurableTicketsTopics        = "TICKETS_TOPICS"       // tickets: topic.> from EVENTS
+	DurableTicketsReplyDelivery = "TICKETS_REPLY_DELIVERY"
+	DurableTicketsMailInbound   = "TICKETS_MAIL_INBOUND"
+	DurableAssistantMessages    = "ASSISTANT_MESSAGES"
+	DurableAssistantDetect      = "ASSISTANT_DETECT"
+)
 
 // LookupService returns the table entry named name.
 func LookupService(name string) (Service, bool) {
@@ -173,12 +207,8 @@ func (n Names) Permissions(s Service) Permissions {
 			p.Publish = append(p.Publish, jsAPI+"STREAM."+op+"."+name)
 		}
 	}
-	for _, st := range s.Consumes {
-		name := n.Stream(st)
-		for _, op := range []string{"CREATE", "INFO", "MSG.NEXT"} {
-			p.Publish = append(p.Publish, jsAPI+"CONSUMER."+op+"."+name+".>")
-		}
-		p.Publish = append(p.Publish, "$JS.ACK."+name+".>")
+	for _, c := range s.Consumers {
+		p.Publish = append(p.Publish, n.consumerPermissions(c)...)
 	}
 	for _, b := range s.Buckets {
 		p.Publish = append(p.Publish, n.bucketPermissions(b)...)
@@ -187,6 +217,30 @@ func (n Names) Permissions(s Service) Permissions {
 		p.Publish = append(p.Publish, n.bucketReadPermissions(b)...)
 	}
 	return p
+}
+
+// consumerPermissions are what creating and reading one durable consumer
+// takes, naming its stream, durable and filter. A consumer with a filter may
+// be created only with the API subject that carries the filter
+// (CONSUMER.CREATE.<stream>.<durable>.<filter>, nats-server 2.9+, which
+// refuses a request whose configured filter differs from the subject's):
+// the forms without it (CONSUMER.CREATE.<stream>.<durable> and the older
+// CONSUMER.DURABLE.CREATE.<stream>.<durable>) would take any filter, so
+// they are allowed only for a consumer of the whole stream. A filter with a
+// wildcard allows the narrower filters under it, nothing outside.
+func (n Names) consumerPermissions(c Consumer) []string {
+	stream, durable := n.Stream(c.Stream), n.Stream(c.Durable)
+	var out []string
+	if c.Filter != "" {
+		out = append(out, jsAPI+"CONSUMER.CREATE."+stream+"."+durable+"."+n.Subject(c.Filter))
+	} else {
+		out = append(out, jsAPI+"CONSUMER.CREATE."+stream+"."+durable, jsAPI+"CONSUMER.DURABLE.CREATE."+stream+"."+durable)
+	}
+	return append(out,
+		jsAPI+"CONSUMER.INFO."+stream+"."+durable,
+		jsAPI+"CONSUMER.MSG.NEXT."+stream+"."+durable,
+		"$JS.ACK."+stream+"."+durable+".>",
+	)
 }
 
 // BucketAttachments is the Object Store bucket of the tickets service's

@@ -338,3 +338,140 @@ func TestBucketOwnersUseTheirBucketsOnly(t *testing.T) {
 		t.Fatal("no service owns a bucket")
 	}
 }
+
+// streamSubjects are the base subjects each stream captures.
+var streamSubjects = map[string]string{
+	contracts.StreamEvents:      contracts.EventsSubjects,
+	contracts.StreamMailImport:  contracts.MailImportSubjects,
+	contracts.StreamMailInbound: contracts.MailInboundSubjects,
+}
+
+// Each service creates and reads its own durable consumers with exactly the
+// names and filters of the table, through the API forms nats.go uses
+// against nats-server 2.9 and later.
+func TestEachServiceCreatesItsOwnConsumers(t *testing.T) {
+	names := contracts.Names{Prefix: "cons"}
+	urls := natstest.StartWithUsers(t, names)
+	ctx := context.Background()
+	harness := connect(t, urls[contracts.HarnessUser], contracts.HarnessUser, names)
+	for base, subj := range streamSubjects {
+		if _, err := harness.JS.CreateStream(ctx, jetstream.StreamConfig{Name: names.Stream(base), Subjects: []string{names.Subject(subj)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, s := range contracts.Services {
+		for _, c := range s.Consumers {
+			n++
+			b := connect(t, urls[s.Name], s.Name, names)
+			cfg := jetstream.ConsumerConfig{Durable: names.Stream(c.Durable), AckPolicy: jetstream.AckExplicitPolicy}
+			subject := names.Subject(strings.Replace(streamSubjects[c.Stream], ">", c.Durable, 1))
+			if c.Filter != "" {
+				cfg.FilterSubject = names.Subject(c.Filter)
+				subject = names.Subject(strings.Replace(c.Filter, ">", "x", 1))
+			}
+			// Twice: a restart updates the consumer.
+			var cons jetstream.Consumer
+			for range 2 {
+				var err error
+				if cons, err = b.JS.CreateOrUpdateConsumer(ctx, names.Stream(c.Stream), cfg); err != nil {
+					t.Fatalf("%s creates %s on %s: %v", s.Name, c.Durable, c.Stream, err)
+				}
+			}
+			if _, err := harness.JS.Publish(ctx, subject, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for m := range batch.Messages() {
+				got++
+				if err := m.DoubleAck(ctx); err != nil {
+					t.Fatalf("%s acks on %s: %v", s.Name, c.Durable, err)
+				}
+			}
+			if got != 1 || batch.Error() != nil {
+				t.Fatalf("%s fetched %d messages from %s: %v", s.Name, got, c.Durable, batch.Error())
+			}
+			if _, err := b.JS.Consumer(ctx, names.Stream(c.Stream), names.Stream(c.Durable)); err != nil {
+				t.Fatalf("%s reads %s's info: %v", s.Name, c.Durable, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no consumers in the table")
+	}
+}
+
+// A service may create no consumer but its own: tickets' user cannot read
+// auth's events, neither through a consumer of any name, filter or API form,
+// nor by subscribing to them.
+func TestTicketsCannotReadAuthEvents(t *testing.T) {
+	names := contracts.Names{Prefix: "pin"}
+	urls := natstest.StartWithUsers(t, names)
+	ctx := context.Background()
+	harness := connect(t, urls[contracts.HarnessUser], contracts.HarnessUser, names)
+	if err := harness.EnsureEventsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tickets := connect(t, urls["tickets"], "tickets", names)
+	stream := names.Stream(contracts.StreamEvents)
+	authEvents := names.Subject(contracts.EventSubject("auth.>"))
+	own := names.Stream(contracts.DurableTicketsTopics)
+	for name, cfg := range map[string]jetstream.ConsumerConfig{
+		"own durable, auth filter":     {Durable: own, FilterSubject: authEvents},
+		"own durable, no filter":       {Durable: own},
+		"own durable, everything":      {Durable: own, FilterSubject: names.Subject(contracts.EventsSubjects)},
+		"new durable, auth filter":     {Durable: "SPY", FilterSubject: authEvents},
+		"auth's reset event":           {Durable: "SPY", FilterSubject: names.Subject(contracts.EventSubject(contracts.EventPasswordResetRequested))},
+		"ephemeral, auth filter":       {FilterSubject: authEvents},
+		"another's durable and filter": {Durable: names.Stream(contracts.DurableAssistantMessages), FilterSubject: names.Subject(contracts.EventSubject(contracts.EventMessageCreated))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if _, err := tickets.JS.CreateOrUpdateConsumer(short, stream, cfg); err == nil {
+				t.Fatalf("tickets created %+v", cfg)
+			}
+			permissionError(t, tickets, "$JS.API.CONSUMER.CREATE."+stream)
+		})
+	}
+	t.Run("legacy durable create", func(t *testing.T) {
+		// CONSUMER.DURABLE.CREATE carries no filter in its subject: the
+		// server would take any filter, so it is not allowed on EVENTS.
+		req := `{"stream_name":"` + stream + `","config":{"durable_name":"` + own + `","filter_subject":"` + authEvents + `","ack_policy":"explicit"}}`
+		subj := "$JS.API.CONSUMER.DURABLE.CREATE." + stream + "." + own
+		if _, err := tickets.NC.Request(subj, []byte(req), time.Second); err == nil {
+			t.Fatal("tickets created a durable through the legacy subject")
+		}
+		permissionError(t, tickets, subj)
+	})
+	t.Run("core subscription", func(t *testing.T) {
+		if _, err := tickets.NC.SubscribeSync(authEvents); err != nil {
+			t.Fatal(err)
+		}
+		if err := tickets.NC.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		permissionError(t, tickets, authEvents)
+	})
+	// Nothing reads auth's events: no consumer exists on EVENTS.
+	st, err := harness.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lister := st.ListConsumers(ctx)
+	for info := range lister.Info() {
+		t.Errorf("consumer %s (filter %q) exists", info.Name, info.Config.FilterSubject)
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Its own consumer with its own filter still works.
+	if _, err := tickets.JS.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: own,
+		FilterSubject: names.Subject(contracts.EventSubject("topic.>"))}); err != nil {
+		t.Fatalf("tickets' own consumer: %v", err)
+	}
+}

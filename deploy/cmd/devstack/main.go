@@ -217,6 +217,9 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 	if u := referenceURL(base, st.Services); u != "" {
 		fmt.Fprintf(log, "  docs:  %s (the API reference; trust %s in the browser)\n", u, caFile)
 	}
+	if st.Mail != nil {
+		fmt.Fprintf(log, "  mail:  auth's mails (reset links, notices) go to a local relay at %s that delivers nothing: each is printed here as [mail] lines and kept in var/logs/mail.log\n", st.Mail.Addr)
+	}
 	if graphNote != "" {
 		fmt.Fprintf(log, "  graph: %s\n", graphNote)
 	}

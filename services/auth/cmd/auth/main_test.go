@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
+	"mime/quotedprintable"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,6 +31,7 @@ import (
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/servicetest"
+	"supportplatform.dev/pkg/smtpfake"
 	"supportplatform.dev/services/auth/internal/auth"
 	"supportplatform.dev/services/auth/internal/httpapi"
 )
@@ -148,6 +150,13 @@ func TestLoginThrottledPerClientIP(t *testing.T) {
 // lastEvent waits for the last event on the EVENTS stream with eventType.
 func lastEvent[T any](t *testing.T, natsURL, prefix, eventType string, within time.Duration) contracts.Event[T] {
 	t.Helper()
+	ev, _ := lastEventRaw[T](t, natsURL, prefix, eventType, within)
+	return ev
+}
+
+// lastEventRaw is lastEvent with the message's bytes.
+func lastEventRaw[T any](t *testing.T, natsURL, prefix, eventType string, within time.Duration) (contracts.Event[T], []byte) {
+	t.Helper()
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +181,7 @@ func lastEvent[T any](t *testing.T, natsURL, prefix, eventType string, within ti
 			if err := json.Unmarshal(m.Data, &ev); err != nil {
 				t.Fatal(err)
 			}
-			return ev
+			return ev, m.Data
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s event within %v: %v", eventType, within, err)
@@ -204,20 +213,73 @@ func streamCount(t *testing.T, natsURL, prefix string) uint64 {
 	return info.State.Msgs
 }
 
-func checkResetEvent(t *testing.T, ev contracts.Event[contracts.PasswordResetRequested]) {
+func checkResetEvent(t *testing.T, ev contracts.Event[contracts.PasswordResetRequested], raw []byte) {
 	t.Helper()
 	if ev.Type != contracts.EventPasswordResetRequested || ev.ID == "" || ev.CustomerID == 0 || ev.Data.AccountID == 0 ||
-		ev.Data.Email != adminEmail || ev.Data.Name != "Administrator" || ev.Data.Token == "" ||
+		ev.Data.Email != adminEmail || ev.Data.Name != "Administrator" ||
 		time.Until(ev.Data.ExpiresAt) < 25*time.Minute || time.Until(ev.Data.ExpiresAt) > 31*time.Minute {
-		t.Fatalf("the event lacks what a mail sender needs: %+v", ev)
+		t.Fatalf("the event lacks what it records: %+v", ev)
+	}
+	if strings.Contains(string(raw), "token") {
+		t.Fatalf("the event carries a token: %s", raw)
 	}
 }
 
-// TestPasswordResetPublishesEventAndVoidsTokens: the reset event is relayed
-// to the stream, the token sets a new password once, and a token issued
-// before the reset is refused from then on.
-func TestPasswordResetPublishesEventAndVoidsTokens(t *testing.T) {
-	svc := startAuth(t, nil)
+// startRelay runs an SMTP relay in-process that requires STARTTLS and AUTH,
+// and returns it with the SMTP_* environment that points auth at it.
+func startRelay(t *testing.T) (*smtpfake.Server, map[string]string) {
+	t.Helper()
+	tlsCfg, caPEM, err := smtpfake.SelfSigned(time.Now(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "relay-ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	relay, err := smtpfake.Start("127.0.0.1:0", smtpfake.Options{TLS: tlsCfg, Username: "auth", Password: "relay-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	return relay, map[string]string{"SMTP_ADDR": relay.Addr, "SMTP_USERNAME": "auth", "SMTP_PASSWORD": "relay-secret",
+		"SMTP_FROM": "Support <no-reply@support.example>", "SMTP_TLS_CA_FILE": caFile,
+		"AUTH_RESET_URL": "https://support.example/reset-password"}
+}
+
+// mailedToken waits for the n-th mail at the relay and returns the token of
+// the reset link in it.
+func mailedToken(t *testing.T, relay *smtpfake.Server, n int) (string, []smtpfake.Message) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	msgs, err := relay.Wait(ctx, func(m []smtpfake.Message) bool { return len(m) >= n })
+	if err != nil {
+		t.Fatalf("%d mails at the relay, want %d: %v", len(msgs), n, err)
+	}
+	pm, err := msgs[n-1].Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(quotedprintable.NewReader(pm.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(body), "https://support.example/reset-password#token=")
+	if !ok {
+		return "", msgs
+	}
+	token, _, _ := strings.Cut(rest, "\r\n")
+	return token, msgs
+}
+
+// TestPasswordResetMailsTheLinkAndVoidsTokens: the reset link reaches the
+// owner by mail through the relay (over STARTTLS), the event on the stream
+// carries no token, the token sets a new password once, a token issued
+// before the reset is refused from then on, and the owner is told by mail.
+func TestPasswordResetMailsTheLinkAndVoidsTokens(t *testing.T) {
+	relay, env := startRelay(t)
+	svc := startAuth(t, env)
 	before := login(t, svc, adminEmail, adminPassword)
 	bearer := map[string]string{"Authorization": "Bearer " + before}
 	if st, _, b := call(t, svc, http.MethodGet, "/api/Customers/me", "", bearer); st != http.StatusOK {
@@ -229,23 +291,30 @@ func TestPasswordResetPublishesEventAndVoidsTokens(t *testing.T) {
 			t.Fatalf("forgot %s: %d %s", addr, st, b)
 		}
 	}
-	ev := lastEvent[contracts.PasswordResetRequested](t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 10*time.Second)
-	checkResetEvent(t, ev)
+	token, msgs := mailedToken(t, relay, 1)
+	if len(token) != 43 || len(msgs[0].To) != 1 || msgs[0].To[0] != adminEmail {
+		t.Fatalf("reset mail to %v with token %q", msgs[0].To, token)
+	}
+	ev, raw := lastEventRaw[contracts.PasswordResetRequested](t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 10*time.Second)
+	checkResetEvent(t, ev, raw)
+	if strings.Contains(string(raw), token) {
+		t.Fatalf("the event carries the token: %s", raw)
+	}
 	if n := streamCount(t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"]); n != 1 {
 		t.Fatalf("%d events on the stream, want 1 (an unknown address must not produce one)", n)
 	}
 
-	st, _, b := post(t, svc, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"short"}`, nil)
+	st, _, b := post(t, svc, "/api/Auth/reset-password", `{"token":"`+token+`","newPassword":"short"}`, nil)
 	if st != http.StatusBadRequest || !strings.Contains(string(b), `"newPassword"`) {
 		t.Fatalf("weak password: %d %s", st, b)
 	}
-	if st, _, b = post(t, svc, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"a brand new passphrase"}`, nil); st != http.StatusNoContent {
+	if st, _, b = post(t, svc, "/api/Auth/reset-password", `{"token":"`+token+`","newPassword":"a brand new passphrase"}`, nil); st != http.StatusNoContent {
 		t.Fatalf("reset: %d %s", st, b)
 	}
 	if st, _, b = call(t, svc, http.MethodGet, "/api/Customers/me", "", bearer); st != http.StatusUnauthorized {
 		t.Fatalf("a token issued before the reset must be refused: %d %s", st, b)
 	}
-	if st, _, b = post(t, svc, "/api/Auth/reset-password", `{"token":"`+ev.Data.Token+`","newPassword":"yet another passphrase"}`, nil); st != http.StatusBadRequest || !strings.Contains(string(b), `"token"`) {
+	if st, _, b = post(t, svc, "/api/Auth/reset-password", `{"token":"`+token+`","newPassword":"yet another passphrase"}`, nil); st != http.StatusBadRequest || !strings.Contains(string(b), `"token"`) {
 		t.Fatalf("a spent token must be refused: %d %s", st, b)
 	}
 	if st, _, _ = post(t, svc, "/api/Auth/login", `{"email":"`+adminEmail+`","password":"`+adminPassword+`"}`, nil); st != http.StatusUnauthorized {
@@ -258,6 +327,9 @@ func TestPasswordResetPublishesEventAndVoidsTokens(t *testing.T) {
 	changed := lastEvent[contracts.PasswordChanged](t, svc.Env["NATS_URL"], svc.Env["NATS_PREFIX"], contracts.EventPasswordChanged, 10*time.Second)
 	if changed.Data.AccountID != ev.Data.AccountID || changed.CustomerID != ev.CustomerID {
 		t.Fatalf("password-changed event %+v", changed)
+	}
+	if notice, msgs := mailedToken(t, relay, 2); notice != "" || len(msgs) != 2 || !strings.Contains(string(msgs[1].Data), "Subject: Your password was changed") {
+		t.Fatalf("second mail (the notice) %q, token %q", msgs[len(msgs)-1].Data, notice)
 	}
 }
 
@@ -280,8 +352,8 @@ func TestForgotPasswordWhileNATSIsDown(t *testing.T) {
 	}
 
 	ns.Start()
-	ev := lastEvent[contracts.PasswordResetRequested](t, natsURL, svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 20*time.Second)
-	checkResetEvent(t, ev)
+	ev, raw := lastEventRaw[contracts.PasswordResetRequested](t, natsURL, svc.Env["NATS_PREFIX"], contracts.EventPasswordResetRequested, 20*time.Second)
+	checkResetEvent(t, ev, raw)
 	conn, err := pgx.Connect(t.Context(), svc.Env["DATABASE_URL"])
 	if err != nil {
 		t.Fatal(err)
@@ -313,6 +385,11 @@ func TestRunRejectsBadConfigAndCommands(t *testing.T) {
 		"zero login limit":        {"AUTH_LOGIN_MAX_FAILURES": "0"},
 		"zero create limit":       {"AUTH_ACCOUNT_CREATE_LIMIT": "0"},
 		"negative window":         {"AUTH_ACCOUNT_CREATE_WINDOW": "-1h"},
+		"relay without reset URL": {"SMTP_ADDR": "127.0.0.1:587"},
+		"relative reset URL":      {"SMTP_ADDR": "127.0.0.1:587", "AUTH_RESET_URL": "/reset"},
+		"reset URL with fragment": {"SMTP_ADDR": "127.0.0.1:587", "AUTH_RESET_URL": "https://x.example/r#a"},
+		"missing relay CA file":   {"SMTP_ADDR": "127.0.0.1:587", "AUTH_RESET_URL": "https://x.example/r", "SMTP_TLS_CA_FILE": "/nonexistent.pem"},
+		"relay user without pass": {"SMTP_ADDR": "127.0.0.1:587", "AUTH_RESET_URL": "https://x.example/r", "SMTP_USERNAME": "u"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := run(context.Background(), []string{"auth"}, func(k string) string { return env[k] }, io.Discard); err == nil {

@@ -43,6 +43,9 @@ type Account struct {
 	// Available says whether the account's person takes tickets now; the
 	// account sets it itself.
 	Available bool
+	// Language is the ISO 639-1 language of the account's mail; empty:
+	// English.
+	Language string
 }
 
 // Store is the persistence the domain needs. It writes the domain's events
@@ -71,12 +74,19 @@ type Store interface {
 }
 
 // PasswordReset is a requested reset: the raw token goes to the account's
-// owner (in the event), only its hash is stored.
+// owner only in the mailed Link (queued with the reset, cleared from the
+// queue once the mail is settled); the reset itself keeps the token's hash.
 type PasswordReset struct {
-	Token     string
 	TokenHash []byte
+	Link      string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+// Mailer is told when a mail was queued, so it is sent without waiting for
+// the next poll.
+type Mailer interface {
+	Wake()
 }
 
 // Revoker voids tokens.
@@ -87,10 +97,13 @@ type Revoker interface {
 
 // Limits are the Redis counters that throttle logins and account creation.
 type Limits struct {
-	LoginByEmail  *ratelimit.Attempts // failed logins per e-mail address
-	LoginByIP     *ratelimit.Attempts // failed logins per client IP
-	CreateAccount *ratelimit.Limiter  // account creations per customer
-	ResetByEmail  *ratelimit.Limiter  // password-reset requests per e-mail address, known or not
+	LoginByEmailIP *ratelimit.Attempts // failed logins per (e-mail address, client IP)
+	LoginByIP      *ratelimit.Attempts // failed logins per client IP
+	// LoginBackoff slows the logins of one address from every IP down
+	// after a few attempts, never stopping them.
+	LoginBackoff  *ratelimit.Backoff
+	CreateAccount *ratelimit.Limiter // account creations per customer
+	ResetByEmail  *ratelimit.Limiter // password-reset requests per e-mail address, known or not
 }
 
 // ResetTTL is how long a password-reset token is valid.
@@ -120,6 +133,12 @@ type Deps struct {
 	// CheckPassword verifies a password against its stored hash; nil means
 	// the package's CheckPassword (tests count the calls).
 	CheckPassword func(hash, password string) (bool, error)
+	// ResetURL is the page of the reset link; the mail links to it with
+	// "#token=<token>" appended (a fragment never reaches a server's logs
+	// or a Referer header).
+	ResetURL string
+	// Mailer, when set, is woken after a mail was queued.
+	Mailer Mailer
 }
 
 // Service implements the use cases.
@@ -131,6 +150,8 @@ type Service struct {
 	log           *slog.Logger
 	now           func() time.Time
 	checkPassword func(hash, password string) (bool, error)
+	resetURL      string
+	mailer        Mailer
 	// dummyHash makes a login for an unknown e-mail cost the same as one
 	// with a wrong password, so timing does not reveal which accounts exist.
 	dummyHash string
@@ -139,7 +160,7 @@ type Service struct {
 // NewService builds the service.
 func NewService(d Deps) (*Service, error) {
 	if d.Store == nil || d.Signer == nil || d.Revoker == nil || d.Log == nil || d.Now == nil ||
-		d.Limits.LoginByEmail == nil || d.Limits.LoginByIP == nil || d.Limits.CreateAccount == nil || d.Limits.ResetByEmail == nil {
+		d.Limits.LoginByEmailIP == nil || d.Limits.LoginByIP == nil || d.Limits.LoginBackoff == nil || d.Limits.CreateAccount == nil || d.Limits.ResetByEmail == nil {
 		return nil, errors.New("auth: NewService needs every dependency")
 	}
 	dummy, err := HashPassword("not-a-real-password-" + strconv.FormatInt(d.Now().UnixNano(), 10))
@@ -151,7 +172,7 @@ func NewService(d Deps) (*Service, error) {
 		check = CheckPassword
 	}
 	return &Service{store: d.Store, signer: d.Signer, revoker: d.Revoker, limits: d.Limits, log: d.Log, now: d.Now,
-		checkPassword: check, dummyHash: dummy}, nil
+		checkPassword: check, resetURL: d.ResetURL, mailer: d.Mailer, dummyHash: dummy}, nil
 }
 
 // Signer exposes the key set for the JWKS endpoint.
@@ -160,15 +181,27 @@ func (s *Service) Signer() *Signer { return s.signer }
 var errBadCredentials = apperr.E(apperr.Unauthorized, "the e-mail address or password is wrong")
 
 // Login checks credentials and issues a token. Failed logins are throttled
-// per e-mail address and per client IP (ratelimit.Attempts): each attempt
-// is begun on both counters before the password is looked at, and the
-// attempts under way count against the limits, so parallel attempts cannot
-// all pass a limit that only a few had room under, and an attempt over a
-// limit costs no password hashing. A wrong password counts as a failure on
-// both; the right one clears the address's failures; an attempt that could
-// not be decided (the database is down) counts on neither. An outcome that
-// could not reach Redis (it went down meanwhile) is recorded before the
-// next login begins, so an outage locks nobody out.
+// three ways, so that guessing is slow but nobody is locked out of their
+// own account by someone else's guesses:
+//
+//   - per (e-mail address, client IP) (ratelimit.Attempts): a client that
+//     got an address's password wrong too often gets 429 for that address;
+//     the owner signing in from another IP is not affected;
+//   - per client IP (ratelimit.Attempts), across addresses;
+//   - per address from every IP (ratelimit.Backoff): after a few attempts
+//     each further one waits a delay that doubles up to a maximum, so
+//     guesses spread over many IPs are slowed down too, while whoever waits
+//     out the delay (Retry-After) gets an attempt: a slowdown, never a
+//     lockout.
+//
+// Each attempt is begun on every counter before the password is looked
+// at, and the attempts under way count against the limits, so parallel
+// attempts cannot all pass a limit that only a few had room under, and an
+// attempt over a limit costs no password hashing. A wrong password counts
+// as a failure; the right one clears the address's counters; an attempt
+// that could not be decided (the database is down) counts on none. An
+// outcome that could not reach Redis (it went down meanwhile) is recorded
+// before the next login begins, so an outage locks nobody out.
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Token, error) {
 	var v apperr.Validation
 	email = strings.TrimSpace(email)
@@ -179,7 +212,7 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err := v.Err(); err != nil {
 		return Token{}, err
 	}
-	att, err := s.beginLogin(ctx, "login:email:"+strings.ToLower(email), "login:ip:"+clientIP)
+	att, err := s.beginLogin(ctx, strings.ToLower(email), clientIP)
 	if err != nil {
 		return Token{}, err
 	}
@@ -217,9 +250,10 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 // login takes.
 const LoginPending = 20 * time.Second
 
-// loginAttempt is a login begun on the address's and the IP's counters.
+// loginAttempt is a login begun on the counters.
 type loginAttempt struct {
-	email, ip ratelimit.Attempt
+	pair, ip   ratelimit.Attempt
+	backoffKey string // set once the address's backoff counted the attempt
 }
 
 type loginOutcome int
@@ -230,23 +264,52 @@ const (
 	loginSucceeded
 )
 
-// beginLogin begins the attempt on both counters and refuses it when
-// either is at its limit, with the longer wait.
-func (s *Service) beginLogin(ctx context.Context, emailKey, ipKey string) (loginAttempt, error) {
+// loginKey names a counter by a hash of its parts: the keys have one size
+// whatever the client sends (addresses are up to 320 characters), and
+// Redis holds no addresses in clear.
+func loginKey(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "login:" + kind + ":" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
+}
+
+// beginLogin begins the attempt on the (address, IP) and IP counters and
+// then on the address's backoff, and refuses it when any of them does,
+// with the longest wait. The backoff comes last, so an attempt refused by
+// the others takes no turn from the address.
+func (s *Service) beginLogin(ctx context.Context, email, ip string) (loginAttempt, error) {
 	var att loginAttempt
 	var wait time.Duration
+	unavailable := func(err error) (loginAttempt, error) {
+		s.endLogin(ctx, att, loginUndecided)
+		return loginAttempt{}, apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
+	}
 	for _, c := range []struct {
 		l   *ratelimit.Attempts
 		key string
 		at  *ratelimit.Attempt
-	}{{s.limits.LoginByEmail, emailKey, &att.email}, {s.limits.LoginByIP, ipKey, &att.ip}} {
+	}{{s.limits.LoginByEmailIP, loginKey("pair", email, ip), &att.pair}, {s.limits.LoginByIP, "login:ip:" + ip, &att.ip}} {
 		at, r, err := c.l.Begin(ctx, c.key)
 		if err != nil {
-			s.endLogin(ctx, att, loginUndecided)
-			return loginAttempt{}, apperr.Wrap(apperr.Unavailable, err, "login is temporarily unavailable")
+			return unavailable(err)
 		}
 		*c.at = at
 		if !r.Allowed && r.RetryAfter > wait {
+			wait = r.RetryAfter
+		}
+	}
+	if wait == 0 {
+		key := loginKey("address", email)
+		r, err := s.limits.LoginBackoff.Begin(ctx, key, s.now())
+		if err != nil {
+			return unavailable(err)
+		}
+		if r.Allowed {
+			att.backoffKey = key
+		} else {
 			wait = r.RetryAfter
 		}
 	}
@@ -258,20 +321,28 @@ func (s *Service) beginLogin(ctx context.Context, emailKey, ipKey string) (login
 	return att, nil
 }
 
-// endLogin records the attempt's outcome on both counters. What Redis does
+// endLogin records the attempt's outcome on the counters. What Redis does
 // not take (it went down meanwhile) is recorded before the next login of
 // this process begins; an attempt of a process that died expires after
 // LoginPending.
 func (s *Service) endLogin(ctx context.Context, att loginAttempt, o loginOutcome) {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
+	l := s.limits
 	switch o {
 	case loginFailed:
-		errs = append(errs, s.limits.LoginByEmail.Failed(ctx, att.email), s.limits.LoginByIP.Failed(ctx, att.ip))
+		// The backoff counted the attempt when it began.
+		errs = append(errs, l.LoginByEmailIP.Failed(ctx, att.pair), l.LoginByIP.Failed(ctx, att.ip))
 	case loginSucceeded:
-		errs = append(errs, s.limits.LoginByEmail.Clear(ctx, att.email), s.limits.LoginByIP.Done(ctx, att.ip))
+		errs = append(errs, l.LoginByEmailIP.Clear(ctx, att.pair), l.LoginByIP.Done(ctx, att.ip))
+		if att.backoffKey != "" {
+			errs = append(errs, l.LoginBackoff.Clear(ctx, att.backoffKey))
+		}
 	default:
-		errs = append(errs, s.limits.LoginByEmail.Done(ctx, att.email), s.limits.LoginByIP.Done(ctx, att.ip))
+		errs = append(errs, l.LoginByEmailIP.Done(ctx, att.pair), l.LoginByIP.Done(ctx, att.ip))
+		if att.backoffKey != "" {
+			errs = append(errs, l.LoginBackoff.Undo(ctx, att.backoffKey))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.log.WarnContext(ctx, "login throttle: the attempt's outcome is recorded later", "error", err.Error())
@@ -333,8 +404,21 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	now := s.now()
-	return s.store.RequestPasswordReset(ctx, email, PasswordReset{Token: token, TokenHash: hashToken(token),
-		CreatedAt: now, ExpiresAt: now.Add(ResetTTL)})
+	err = s.store.RequestPasswordReset(ctx, email, PasswordReset{TokenHash: hashToken(token),
+		Link: s.resetURL + "#token=" + token, CreatedAt: now, ExpiresAt: now.Add(ResetTTL)})
+	if err != nil {
+		return err
+	}
+	// Woken for unknown addresses too: the wake-up is asynchronous and
+	// costs the same either way.
+	s.wakeMailer()
+	return nil
+}
+
+func (s *Service) wakeMailer() {
+	if s.mailer != nil {
+		s.mailer.Wake()
+	}
 }
 
 // ResetPassword sets a new password with a reset token; the token is spent
@@ -359,6 +443,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 	if err != nil {
 		return err
 	}
+	s.wakeMailer()
 	if err := s.revoker.RevokeAccountBefore(ctx, a.ID, now); err != nil {
 		return apperr.Wrap(apperr.Unavailable, err, "the password was changed but old tokens could not be revoked; retry")
 	}
@@ -368,6 +453,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string) 
 // NewAccount is the input of CreateAccount.
 type NewAccount struct {
 	Email, Name, Role, Password string
+	Language                    string // optional, ISO 639-1
 }
 
 // CreateAccount adds an account (for example one per integration) to the
@@ -386,6 +472,7 @@ func (s *Service) CreateAccount(ctx context.Context, p authn.Principal, in NewAc
 	v.Check(in.Role == authn.RoleAdmin || in.Role == authn.RoleAgent || in.Role == authn.RoleIntegration,
 		"role", "must be admin, agent or integration")
 	checkPassword(&v, "password", in.Password)
+	in.Language = checkLanguage(&v, "language", in.Language)
 	if err := v.Err(); err != nil {
 		return Account{}, err
 	}
@@ -401,7 +488,8 @@ func (s *Service) CreateAccount(ctx context.Context, p authn.Principal, in NewAc
 	if err != nil {
 		return Account{}, apperr.Wrap(apperr.Internal, err, "")
 	}
-	return s.store.CreateAccount(ctx, Account{CustomerID: p.CustomerID, Email: in.Email, Name: in.Name, Role: in.Role, PasswordHash: hash})
+	return s.store.CreateAccount(ctx, Account{CustomerID: p.CustomerID, Email: in.Email, Name: in.Name, Role: in.Role,
+		PasswordHash: hash, Language: in.Language})
 }
 
 // ListAccounts pages through the caller's customer's accounts. Admins only.
@@ -453,8 +541,9 @@ func (s *Service) CustomerExists(ctx context.Context, customerID int64) (bool, e
 }
 
 // Bootstrap creates or updates a customer with an admin account; used to
-// seed a deployment. Idempotent.
-func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, password string) (Customer, Account, error) {
+// seed a deployment. Idempotent. language (ISO 639-1, optional) is the
+// admin's mail language; empty keeps the account's.
+func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, password, language string) (Customer, Account, error) {
 	var v apperr.Validation
 	customerName, email, name = strings.TrimSpace(customerName), strings.TrimSpace(email), strings.TrimSpace(name)
 	v.Check(customerName != "", "customer", "is required")
@@ -462,6 +551,7 @@ func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, pass
 	checkEmail(&v, "email", email)
 	checkText(&v, "name", name, maxNameLen)
 	checkPassword(&v, "password", password)
+	lang := checkLanguage(&v, "language", language)
 	if err := v.Err(); err != nil {
 		return Customer{}, Account{}, err
 	}
@@ -469,7 +559,7 @@ func (s *Service) Bootstrap(ctx context.Context, customerName, email, name, pass
 	if err != nil {
 		return Customer{}, Account{}, err
 	}
-	c, a, err := s.store.Bootstrap(ctx, customerName, Account{Email: email, Name: name, Role: authn.RoleAdmin, PasswordHash: hash})
+	c, a, err := s.store.Bootstrap(ctx, customerName, Account{Email: email, Name: name, Role: authn.RoleAdmin, PasswordHash: hash, Language: lang})
 	if err != nil {
 		return c, a, err
 	}
@@ -504,6 +594,15 @@ func checkEmail(v *apperr.Validation, field, email string) {
 		ev.Check(err == nil && addr.Address == email, field, "must be a valid e-mail address")
 	}
 	v.Merge("", &ev)
+}
+
+// checkLanguage accepts an empty value or an ISO 639-1 code (two letters,
+// any case) and returns it in lower case.
+func checkLanguage(v *apperr.Validation, field, lang string) string {
+	lang = strings.ToLower(strings.TrimSpace(lang))
+	ok := lang == "" || len(lang) == 2 && strings.Trim(lang, "abcdefghijklmnopqrstuvwxyz") == ""
+	v.Check(ok, field, "must be an ISO 639-1 code of two letters")
+	return lang
 }
 
 func checkPassword(v *apperr.Validation, field, pw string) {

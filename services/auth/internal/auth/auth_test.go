@@ -1,14 +1,18 @@
 package auth_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +34,10 @@ import (
 	"supportplatform.dev/services/auth/internal/postgres"
 )
 
-type limits struct{ email, ip, create, reset int }
+// limits of a fixture: email is per (address, IP); the address's backoff
+// starts after `after` attempts (default: email), waiting 1s doubling up to
+// a minute.
+type limits struct{ email, ip, create, reset, after int }
 
 type fixture struct {
 	svc    *auth.Service
@@ -75,13 +82,15 @@ func newFixture(t *testing.T, l limits) *fixture {
 		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", f.ttl),
 		Revoker: authn.NewRevocations(rdb, prefix),
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.NewAttempts(rdb, prefix, l.email, 15*time.Minute, auth.LoginPending),
-			LoginByIP:     ratelimit.NewAttempts(rdb, prefix, l.ip, 15*time.Minute, auth.LoginPending),
-			CreateAccount: ratelimit.New(rdb, prefix, l.create, time.Hour),
-			ResetByEmail:  ratelimit.New(rdb, prefix, l.reset, time.Hour),
+			LoginByEmailIP: ratelimit.NewAttempts(rdb, prefix, l.email, 15*time.Minute, auth.LoginPending),
+			LoginByIP:      ratelimit.NewAttempts(rdb, prefix, l.ip, 15*time.Minute, auth.LoginPending),
+			LoginBackoff:   ratelimit.NewBackoff(rdb, prefix, cmp.Or(l.after, l.email), time.Second, time.Minute, 15*time.Minute),
+			CreateAccount:  ratelimit.New(rdb, prefix, l.create, time.Hour),
+			ResetByEmail:   ratelimit.New(rdb, prefix, l.reset, time.Hour),
 		},
-		Log: log,
-		Now: f.clock.Now,
+		Log:      log,
+		Now:      f.clock.Now,
+		ResetURL: "https://support.example/reset-password",
 		CheckPassword: func(hash, password string) (bool, error) {
 			f.hashes.Add(1)
 			return auth.CheckPassword(hash, password)
@@ -91,7 +100,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword); err != nil {
+	if _, _, err := f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword, ""); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -160,9 +169,11 @@ func parallel(n int, fn func(i int)) {
 }
 
 // TestParallelWrongLoginsStopAtTheLimit: every attempt is counted before the
-// password is checked, so 50 parallel wrong passwords for one address get
-// exactly the limit's worth of password checks; the rest are refused with
-// 429 and cost no hashing. An unknown address behaves the same.
+// password is checked, so 50 parallel wrong passwords for one address from
+// ten IPs get exactly the backoff's free attempts' worth of password
+// checks; the rest are refused with 429 and cost no hashing. An unknown
+// address behaves the same. Whoever waits out the Retry-After gets an
+// attempt: the right password from a fresh IP logs in.
 func TestParallelWrongLoginsStopAtTheLimit(t *testing.T) {
 	for name, email := range map[string]string{"known address": adminEmail, "unknown address": "nobody@acme.test"} {
 		t.Run(name, func(t *testing.T) {
@@ -178,14 +189,80 @@ func TestParallelWrongLoginsStopAtTheLimit(t *testing.T) {
 			if o.codes[apperr.Unauthorized] != 5 || o.codes[apperr.RateLimited] != 45 {
 				t.Fatalf("outcomes %v, want 5 unauthorized and 45 rate limited", o.codes)
 			}
-			// Over the limit, even the right password is refused unchecked.
+			// Until the delay has passed, even the right password is
+			// refused unchecked, with the delay as Retry-After.
 			before := f.hashes.Load()
 			_, err := f.svc.Login(context.Background(), email, adminPassword, "192.0.2.200")
-			wantCode(t, err, apperr.RateLimited)
+			if e := wantCode(t, err, apperr.RateLimited); e.RetryAfterSeconds != 1 {
+				t.Fatalf("Retry-After %d, want 1", e.RetryAfterSeconds)
+			}
 			if f.hashes.Load() != before {
 				t.Fatal("a refused attempt checked the password")
 			}
+			f.clock.Advance(time.Second)
+			_, err = f.svc.Login(context.Background(), email, adminPassword, "192.0.2.200")
+			if email == adminEmail && err != nil {
+				t.Fatalf("the right password from a fresh IP after the delay: %v", err)
+			}
+			if email != adminEmail {
+				wantCode(t, err, apperr.Unauthorized)
+			}
 		})
+	}
+}
+
+// TestWrongPasswordsDoNotLockTheOwnerOut: five wrong passwords from one IP
+// lock that IP out of the address for the window, not the owner: the right
+// password from another IP logs in, after at most the backoff's delay.
+func TestWrongPasswordsDoNotLockTheOwnerOut(t *testing.T) {
+	f := newFixture(t, limits{email: 5, ip: 50, create: 20, reset: 5, after: 5})
+	ctx := context.Background()
+	for range 5 {
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "198.51.100.1")
+		wantCode(t, err, apperr.Unauthorized)
+	}
+	f.clock.Advance(time.Second) // the address's first delay
+	_, err := f.svc.Login(ctx, adminEmail, adminPassword, "198.51.100.1")
+	if e := wantCode(t, err, apperr.RateLimited); e.RetryAfterSeconds < 60 {
+		t.Fatalf("the guessing IP is throttled for the window, Retry-After %d", e.RetryAfterSeconds)
+	}
+	if _, err := f.svc.Login(ctx, adminEmail, adminPassword, "198.51.100.2"); err != nil {
+		t.Fatalf("the owner from another IP: %v", err)
+	}
+	// The success cleared the address's backoff (not the guessing IP's
+	// counter for it).
+	for range 4 {
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "198.51.100.3")
+		wantCode(t, err, apperr.Unauthorized)
+	}
+	_, err = f.svc.Login(ctx, adminEmail, adminPassword, "198.51.100.1")
+	wantCode(t, err, apperr.RateLimited)
+}
+
+// TestAddressBackoffSlowsDistributedGuessing: guesses from a new IP each
+// time pass the per-IP and per-pair limits, but the address's backoff
+// makes each wait twice as long as the one before, up to a minute.
+func TestAddressBackoffSlowsDistributedGuessing(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	ip := 0
+	guess := func() error {
+		ip++
+		_, err := f.svc.Login(ctx, adminEmail, "wrong password", "203.0.113."+strconv.Itoa(ip))
+		return err
+	}
+	for range 5 {
+		wantCode(t, guess(), apperr.Unauthorized)
+	}
+	for _, wait := range []int{1, 2, 4, 8, 16, 32, 60, 60} {
+		if e := wantCode(t, guess(), apperr.RateLimited); e.RetryAfterSeconds != wait {
+			t.Fatalf("Retry-After %d, want %d", e.RetryAfterSeconds, wait)
+		}
+		f.clock.Advance(time.Duration(wait) * time.Second)
+		wantCode(t, guess(), apperr.Unauthorized)
+	}
+	if n := f.hashes.Load(); n != 13 {
+		t.Fatalf("%d passwords checked, want 13", n)
 	}
 }
 
@@ -342,9 +419,47 @@ func TestForgotPasswordQueuesTheEventForKnownAddressesOnly(t *testing.T) {
 	ev := evs[0]
 	if ev.Type != contracts.EventPasswordResetRequested || ev.ID == "" || ev.CustomerID != p.CustomerID ||
 		!ev.OccurredAt.Equal(f.clock.Now()) || ev.Data.AccountID != p.AccountID || ev.Data.Email != adminEmail ||
-		ev.Data.Name != "Admin" || len(ev.Data.Token) != 43 || !ev.Data.ExpiresAt.Equal(f.clock.Now().Add(30*time.Minute)) {
+		ev.Data.Name != "Admin" || !ev.Data.ExpiresAt.Equal(f.clock.Now().Add(30*time.Minute)) {
 		t.Fatalf("event %+v", ev)
 	}
+	// The token is only in the queued mail's link, never in an event; the
+	// reset keeps its hash.
+	token := resetToken(t, f.db)
+	if len(token) != 43 {
+		t.Fatalf("token %q", token)
+	}
+	var data []byte
+	if err := f.db.QueryRow(ctx, `SELECT data FROM outbox`).Scan(&data); err != nil || bytes.Contains(data, []byte(token)) {
+		t.Fatalf("the event carries the token (%v): %s", err, data)
+	}
+	sum := sha256.Sum256([]byte(token))
+	if n := countWhere(t, f.db, `SELECT count(*) FROM password_resets WHERE token_hash = $1`, sum[:]); n != 1 {
+		t.Fatalf("%d resets with the token's hash", n)
+	}
+}
+
+// resetToken is the token of the newest queued reset mail's link.
+func resetToken(t *testing.T, db *pgxpool.Pool) string {
+	t.Helper()
+	var link string
+	if err := db.QueryRow(context.Background(), `SELECT link FROM mail_queue WHERE kind = 'password-reset' AND state = 'pending'
+		ORDER BY mail_id DESC LIMIT 1`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	base, token, ok := strings.Cut(link, "#token=")
+	if !ok || base != "https://support.example/reset-password" {
+		t.Fatalf("link %q", link)
+	}
+	return token
+}
+
+func countWhere(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestResetTokenExpiresAfter30Minutes moves the clock to either side of the
@@ -366,7 +481,7 @@ func TestResetTokenExpiresAfter30Minutes(t *testing.T) {
 			if err := f.svc.ForgotPassword(ctx, adminEmail); err != nil {
 				t.Fatal(err)
 			}
-			token := outboxEvents[contracts.PasswordResetRequested](t, f.db, contracts.EventPasswordResetRequested)[0].Data.Token
+			token := resetToken(t, f.db)
 			f.clock.Advance(tc.after)
 			err := f.svc.ResetPassword(ctx, token, "a brand new passphrase")
 			if !tc.ok {
@@ -407,7 +522,7 @@ func TestAccountCreationLimitPerCustomer(t *testing.T) {
 	if o.codes[""] != 4 || o.codes[apperr.RateLimited] != 8 {
 		t.Fatalf("outcomes %v, want 4 created and 8 rate limited", o.codes)
 	}
-	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase")
+	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +541,7 @@ func TestTakenAddressAnswersAlike(t *testing.T) {
 	if _, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "agent@acme.test", Role: authn.RoleAgent, Password: "agent passphrase"}); err != nil {
 		t.Fatal(err)
 	}
-	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase")
+	_, other, err := f.svc.Bootstrap(ctx, "Other Co", "admin@other.test", "Other", "other passphrase", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,15 +587,15 @@ func TestControlCharactersAreRefused(t *testing.T) {
 			return err
 		}},
 		{"bootstrap customer NUL", "customer", func() error {
-			_, _, err := f.svc.Bootstrap(ctx, "Ac\x00me", "b@acme.test", "Admin", "a long passphrase")
+			_, _, err := f.svc.Bootstrap(ctx, "Ac\x00me", "b@acme.test", "Admin", "a long passphrase", "")
 			return err
 		}},
 		{"bootstrap name NUL", "name", func() error {
-			_, _, err := f.svc.Bootstrap(ctx, "Acme", "b@acme.test", "Ad\x00min", "a long passphrase")
+			_, _, err := f.svc.Bootstrap(ctx, "Acme", "b@acme.test", "Ad\x00min", "a long passphrase", "")
 			return err
 		}},
 		{"bootstrap customer invalid UTF-8", "customer", func() error {
-			_, _, err := f.svc.Bootstrap(ctx, "Ac\xffme", "b@acme.test", "Admin", "a long passphrase")
+			_, _, err := f.svc.Bootstrap(ctx, "Ac\xffme", "b@acme.test", "Admin", "a long passphrase", "")
 			return err
 		}},
 	}
@@ -542,5 +657,31 @@ func TestForgotPasswordLimitedPerAddress(t *testing.T) {
 				t.Fatalf("%d reset events, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestAccountLanguage: an account's mail language is an ISO 639-1 code,
+// stored in lower case; bootstrap sets it or keeps it.
+func TestAccountLanguage(t *testing.T) {
+	f := newFixture(t, defaultLimits())
+	ctx := context.Background()
+	admin := f.admin(t)
+	a, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "es@acme.test", Name: "Ana", Role: authn.RoleAgent,
+		Password: "agent passphrase", Language: " ES "})
+	if err != nil || a.Language != "es" {
+		t.Fatalf("created %+v, %v", a, err)
+	}
+	for _, bad := range []string{"spa", "e", "e1", "é?"} {
+		_, err := f.svc.CreateAccount(ctx, admin, auth.NewAccount{Email: "x@acme.test", Role: authn.RoleAgent,
+			Password: "agent passphrase", Language: bad})
+		if e := wantCode(t, err, apperr.Invalid); e.Fields["language"] == "" {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+	if _, a, err = f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword, "fr"); err != nil || a.Language != "fr" {
+		t.Fatalf("bootstrap with a language: %+v %v", a, err)
+	}
+	if _, a, err = f.svc.Bootstrap(ctx, "Acme", adminEmail, "Admin", adminPassword, ""); err != nil || a.Language != "fr" {
+		t.Fatalf("bootstrap without one keeps it: %+v %v", a, err)
 	}
 }

@@ -77,6 +77,7 @@ type accountResponse struct {
 	Role      string `json:"role"`
 	CreatedAt string `json:"createdAt"`
 	Available bool   `json:"available"`
+	Language  string `json:"language,omitempty"`
 }
 
 type meResponse struct {
@@ -86,7 +87,7 @@ type meResponse struct {
 
 func toAccount(a auth.Account) accountResponse {
 	return accountResponse{AccountID: a.ID, Email: a.Email, Name: a.Name, Role: a.Role,
-		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339), Available: a.Available}
+		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339), Available: a.Available, Language: a.Language}
 }
 
 func (h *Handlers) me(c *gin.Context) error {
@@ -148,6 +149,7 @@ type createAccountRequest struct {
 	Name     string `json:"name"`
 	Role     string `json:"role"`
 	Password string `json:"password"`
+	Language string `json:"language"`
 }
 
 func (h *Handlers) createAccount(c *gin.Context) error {
@@ -159,7 +161,8 @@ func (h *Handlers) createAccount(c *gin.Context) error {
 	if err := httpserver.BindJSON(c, &req); err != nil {
 		return err
 	}
-	a, err := h.svc.CreateAccount(c.Request.Context(), p, auth.NewAccount{Email: req.Email, Name: req.Name, Role: req.Role, Password: req.Password})
+	a, err := h.svc.CreateAccount(c.Request.Context(), p, auth.NewAccount{Email: req.Email, Name: req.Name, Role: req.Role,
+		Password: req.Password, Language: req.Language})
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,12 @@ type Store struct{ db *pgxpool.Pool }
 // New returns a store on pool (whose search_path is the auth schema).
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
-const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available`
+const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available,
+	coalesce(a.language, '')`
 
 func scanAccount(row pgx.Row, extra ...any) (auth.Account, error) {
 	var a auth.Account
-	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt, &a.Available}, extra...)
+	dest := append([]any{&a.ID, &a.CustomerID, &a.Email, &a.Name, &a.Role, &a.PasswordHash, &a.PasswordChangedAt, &a.CreatedAt, &a.Available, &a.Language}, extra...)
 	err := row.Scan(dest...)
 	return a, err
 }
@@ -87,17 +88,22 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.P
 			return err
 		}
 		msg, err := outbox.Event(ctx, contracts.EventPasswordResetRequested, a.CustomerID, r.CreatedAt,
-			contracts.PasswordResetRequested{AccountID: a.ID, Email: a.Email, Name: a.Name, Token: r.Token, ExpiresAt: r.ExpiresAt.UTC()})
+			contracts.PasswordResetRequested{AccountID: a.ID, Email: a.Email, Name: a.Name, ExpiresAt: r.ExpiresAt.UTC()})
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `WITH acc AS (SELECT account_id FROM accounts WHERE account_id = $1),
+		// The raw token leaves only in the mail: the queue row holds the
+		// link until the mail is settled, the reset only the token's hash,
+		// and the event neither.
+		_, err = tx.Exec(ctx, `WITH acc AS (SELECT account_id, email, name, language FROM accounts WHERE account_id = $1),
 			reset AS (INSERT INTO password_resets (account_id, token_hash, created_at, expires_at)
 				SELECT account_id, $2, $3, $4 FROM acc),
+			mail AS (INSERT INTO mail_queue (account_id, kind, recipient, name, language, link, expires_at, next_attempt_at, created_at)
+				SELECT account_id, 'password-reset', email, name, coalesce(language, ''), $11, $4, $3, $3 FROM acc),
 			event AS (INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
 				SELECT $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, '') FROM acc)
 			SELECT pg_notify('outbox_' || current_schema(), '')`,
-			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID, msg.TraceParent, msg.TraceState)
+			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID, msg.TraceParent, msg.TraceState, r.Link)
 		return err
 	})
 	return postgres.Error(err, "password reset")
@@ -123,6 +129,18 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 		if err != nil {
 			return err
 		}
+		// The owner is told by mail; reset mails still waiting carry a
+		// token that is void now, so they are not sent.
+		if _, err := tx.Exec(ctx, `UPDATE mail_queue SET state = 'expired', link = NULL, settled_at = $2,
+				last_error = 'the password was changed before it was sent'
+			WHERE account_id = $1 AND kind = 'password-reset' AND state = 'pending'`, a.ID, now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO mail_queue (account_id, kind, recipient, name, language, next_attempt_at, created_at)
+			SELECT account_id, 'password-changed', email, name, coalesce(language, ''), $2, $2 FROM accounts WHERE account_id = $1`,
+			a.ID, now); err != nil {
+			return err
+		}
 		msg, err := outbox.Event(ctx, contracts.EventPasswordChanged, a.CustomerID, now, contracts.PasswordChanged{AccountID: a.ID})
 		if err != nil {
 			return err
@@ -134,8 +152,8 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Ti
 
 // CreateAccount inserts an account.
 func (s *Store) CreateAccount(ctx context.Context, in auth.Account) (auth.Account, error) {
-	a, err := scanAccount(s.db.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+accountCols, in.CustomerID, in.Email, in.Name, in.Role, in.PasswordHash))
+	a, err := scanAccount(s.db.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash, language)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, '')) RETURNING `+accountCols, in.CustomerID, in.Email, in.Name, in.Role, in.PasswordHash, in.Language))
 	if postgres.UniqueViolation(err, "accounts_email_key") {
 		// Addresses are global login identities: the answer is the same
 		// whichever customer holds the address, and does not say which.
@@ -216,8 +234,9 @@ func (s *Store) Bootstrap(ctx context.Context, customerName string, in auth.Acco
 		}
 		var err error
 		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET password_hash = $2, name = $3, role = 'admin',
-			password_changed_at = now(), disabled_at = NULL WHERE lower(email) = lower($1) RETURNING `+accountCols,
-			in.Email, in.PasswordHash, in.Name))
+			password_changed_at = now(), disabled_at = NULL, language = coalesce(NULLIF($4, ''), language)
+			WHERE lower(email) = lower($1) RETURNING `+accountCols,
+			in.Email, in.PasswordHash, in.Name, in.Language))
 		switch {
 		case err == nil:
 			return tx.QueryRow(ctx, `UPDATE customers SET name = $2, deleted_at = NULL WHERE customer_id = $1
@@ -229,8 +248,8 @@ func (s *Store) Bootstrap(ctx context.Context, customerName string, in auth.Acco
 			customerName).Scan(&c.ID, &c.Name, &c.CreatedAt); err != nil {
 			return err
 		}
-		a, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash)
-			VALUES ($1, $2, $3, 'admin', $4) RETURNING `+accountCols, c.ID, in.Email, in.Name, in.PasswordHash))
+		a, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO accounts AS a (customer_id, email, name, role, password_hash, language)
+			VALUES ($1, $2, $3, 'admin', $4, NULLIF($5, '')) RETURNING `+accountCols, c.ID, in.Email, in.Name, in.PasswordHash, in.Language))
 		return err
 	})
 	return c, a, postgres.Error(err, "account")

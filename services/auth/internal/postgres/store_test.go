@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -163,7 +164,7 @@ func TestCreateAndListAccounts(t *testing.T) {
 }
 
 func resetFor(token string, at time.Time) auth.PasswordReset {
-	return auth.PasswordReset{Token: token, TokenHash: hash(token), CreatedAt: at, ExpiresAt: at.Add(auth.ResetTTL)}
+	return auth.PasswordReset{TokenHash: hash(token), Link: "https://support.example/reset#token=" + token, CreatedAt: at, ExpiresAt: at.Add(auth.ResetTTL)}
 }
 
 func TestRequestPasswordResetWritesOnlyForLiveAccounts(t *testing.T) {
@@ -177,9 +178,11 @@ func TestRequestPasswordResetWritesOnlyForLiveAccounts(t *testing.T) {
 			t.Fatalf("%s: %v", email, err)
 		}
 	}
-	if n, m := count(t, db, `SELECT count(*) FROM password_resets`), count(t, db, `SELECT count(*) FROM outbox`); n != 0 || m != 0 {
-		t.Fatalf("unknown or disabled addresses wrote %d resets and %d events", n, m)
+	if n, m, q := count(t, db, `SELECT count(*) FROM password_resets`), count(t, db, `SELECT count(*) FROM outbox`),
+		count(t, db, `SELECT count(*) FROM mail_queue`); n != 0 || m != 0 || q != 0 {
+		t.Fatalf("unknown or disabled addresses wrote %d resets, %d events and %d mails", n, m, q)
 	}
+	exec(t, db, `UPDATE accounts SET language = 'de' WHERE account_id = $1`, a.ID)
 	if err := s.RequestPasswordReset(ctx, "ADMIN@acme.test", resetFor("tok-1", t0)); err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +201,22 @@ func TestRequestPasswordResetWritesOnlyForLiveAccounts(t *testing.T) {
 	}
 	if subject != contracts.EventSubject(contracts.EventPasswordResetRequested) || ev.CustomerID != c.ID ||
 		ev.Data.AccountID != a.ID || ev.Data.Email != "admin@acme.test" || ev.Data.Name != "Admin" ||
-		ev.Data.Token != "tok-1" || !ev.Data.ExpiresAt.Equal(t0.Add(auth.ResetTTL)) {
+		!ev.Data.ExpiresAt.Equal(t0.Add(auth.ResetTTL)) {
 		t.Fatalf("event %s %+v", subject, ev)
+	}
+	// The token travels only in the mail: never in an event.
+	if bytes.Contains(data, []byte("tok-1")) {
+		t.Fatalf("the event carries the reset token: %s", data)
+	}
+	var kind, to, name, lang, link, state string
+	var expires, due time.Time
+	if err := db.QueryRow(ctx, `SELECT kind, recipient, name, language, link, expires_at, next_attempt_at, state FROM mail_queue`).
+		Scan(&kind, &to, &name, &lang, &link, &expires, &due, &state); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "password-reset" || to != "admin@acme.test" || name != "Admin" || lang != "de" ||
+		link != "https://support.example/reset#token=tok-1" || !expires.Equal(t0.Add(auth.ResetTTL)) || !due.Equal(t0) || state != "pending" {
+		t.Fatalf("queued mail %s %s %s %s %s %v %v %s", kind, to, name, lang, link, expires, due, state)
 	}
 }
 
@@ -239,6 +256,14 @@ func TestResetPassword(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM outbox`); n != 1 {
 		t.Fatalf("%d events, want 1 (failed resets write none)", n)
+	} // The owner gets the notice; the reset mails still queued carry void
+	// tokens and are settled without their links.
+	if n := count(t, db, `SELECT count(*) FROM mail_queue WHERE kind = 'password-changed' AND account_id = $1
+		AND recipient = 'admin@acme.test' AND state = 'pending' AND link IS NULL AND created_at = $2`, a.ID, at); n != 1 {
+		t.Fatalf("%d password-changed mails queued, want 1", n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM mail_queue WHERE kind = 'password-reset' AND state = 'expired' AND link IS NULL`); n != 2 {
+		t.Fatalf("%d voided reset mails, want 2", n)
 	}
 }
 

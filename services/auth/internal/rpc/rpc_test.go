@@ -61,10 +61,11 @@ func setup(t *testing.T) env {
 		Signer:  auth.NewSigner(key, "test-issuer", "test-audience", time.Hour),
 		Revoker: authn.NewRevocations(rdb, prefix),
 		Limits: auth.Limits{
-			LoginByEmail:  ratelimit.NewAttempts(rdb, prefix, 5, time.Minute, auth.LoginPending),
-			LoginByIP:     ratelimit.NewAttempts(rdb, prefix, 50, time.Minute, auth.LoginPending),
-			CreateAccount: ratelimit.New(rdb, prefix, 20, time.Minute),
-			ResetByEmail:  ratelimit.New(rdb, prefix, 5, time.Minute),
+			LoginByEmailIP: ratelimit.NewAttempts(rdb, prefix, 5, time.Minute, auth.LoginPending),
+			LoginByIP:      ratelimit.NewAttempts(rdb, prefix, 50, time.Minute, auth.LoginPending),
+			LoginBackoff:   ratelimit.NewBackoff(rdb, prefix, 5, time.Second, time.Minute, time.Minute),
+			CreateAccount:  ratelimit.New(rdb, prefix, 20, time.Minute),
+			ResetByEmail:   ratelimit.New(rdb, prefix, 5, time.Minute),
 		},
 		Log: log,
 		Now: time.Now,
@@ -92,7 +93,7 @@ func setup(t *testing.T) env {
 // customer bootstraps a customer and returns its admin's principal.
 func (e env) customer(t *testing.T, name string) authn.Principal {
 	t.Helper()
-	c, a, err := e.svc.Bootstrap(context.Background(), name, "admin-"+randid.Hex(4)+"@example.test", "Admin "+name, "correct horse battery")
+	c, a, err := e.svc.Bootstrap(context.Background(), name, "admin-"+randid.Hex(4)+"@example.test", "Admin "+name, "correct horse battery", "")
 	if err != nil {
 		t.Fatal(err)
 	}

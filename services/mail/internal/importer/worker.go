@@ -16,7 +16,7 @@ import (
 
 // DurableName is the import workers' durable consumer on MAIL_IMPORT (every
 // replica pulls from it; Names.Stream prefixes it).
-const DurableName = "IMPORTWORKER"
+const DurableName = contracts.DurableImportWorker
 
 // Defaults of WorkerOptions.
 const (

@@ -16,7 +16,7 @@ import (
 )
 
 // Durable is the consumer's base name (contracts.Names.Stream prefixes it).
-const Durable = "IMPORTWORKER_REPLIES"
+const Durable = contracts.DurableImportWorkerReplies
 
 // Config of the replier, read from the environment (embed it in the
 // binary's Config).

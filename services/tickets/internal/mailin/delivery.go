@@ -13,7 +13,7 @@ import (
 )
 
 // DeliveryDurable is the consumer of the reply delivery reports.
-const DeliveryDurable = "TICKETS_REPLY_DELIVERY"
+const DeliveryDurable = contracts.DurableTicketsReplyDelivery
 
 // DeliveryStore records the delivery state of agent replies.
 type DeliveryStore interface {

@@ -29,7 +29,7 @@ import (
 
 // Durable is the MAIL_INBOUND consumer's base name (Names.Stream prefixes
 // it).
-const Durable = "TICKETS_MAIL_INBOUND"
+const Durable = contracts.DurableTicketsMailInbound
 
 // Store imports prepared mails (package postgres).
 type Store interface {

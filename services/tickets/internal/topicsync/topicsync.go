@@ -18,7 +18,7 @@ import (
 )
 
 // Durable is the consumer's base name (contracts.Names.Stream prefixes it).
-const Durable = "TICKETS_TOPICS"
+const Durable = contracts.DurableTicketsTopics
 
 // Store is what the consumer changes.
 type Store interface {

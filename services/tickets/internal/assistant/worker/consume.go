@@ -15,8 +15,8 @@ import (
 // them). NATS 2.9 takes one filter subject per consumer, so each event
 // type has its own.
 const (
-	DurableMessages = "ASSISTANT_MESSAGES"
-	DurableDetect   = "ASSISTANT_DETECT"
+	DurableMessages = contracts.DurableAssistantMessages
+	DurableDetect   = contracts.DurableAssistantDetect
 )
 
 // BackOff is the default redelivery schedule: an engine or store outage
