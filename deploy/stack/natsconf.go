@@ -49,13 +49,20 @@ type JetStreamLimits struct {
 // DefaultJetStreamLimits bound the account of a deployment: a handful of
 // streams and buckets (EVENTS, MAIL_IMPORT, MAIL_INBOUND, two object
 // stores), a few durable consumers per service, and the ordered consumers
-// that object reads open for a moment.
+// that object reads open for a moment. Its file storage is what the
+// platform's streams and buckets reserve with their own limits
+// (contracts.StorageReserved) and fileHeadroom for the rest, so the
+// limits of pkg/contracts decide the disk a deployment needs.
 var DefaultJetStreamLimits = JetStreamLimits{
 	MaxMemory:    256 << 20,
-	MaxFile:      16 << 30,
+	MaxFile:      contracts.StorageReserved() + fileHeadroom,
 	MaxStreams:   32,
 	MaxConsumers: 1000,
 }
+
+// fileHeadroom is the account's file storage beyond the limited streams'
+// reservations (streams without limits, such as a test harness's).
+const fileHeadroom = 4 << 30
 
 // ServiceNATSUsers returns one user per service of contracts.Services, with
 // the permissions the table gives it under names' prefix; password gives
@@ -105,7 +112,11 @@ func RenderNATSConfig(c NATSConfig) []byte {
 	if lim == (JetStreamLimits{}) {
 		lim = DefaultJetStreamLimits
 	}
-	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n}\n", q(c.StoreDir))
+	// The server's own file store is the account's: JetStream checks every
+	// stream's reservation (its max_bytes) against it, and by default it is
+	// 75% of the disk free at start, so the same streams would start on one
+	// machine and be refused on a smaller one. Size the disk to max_file.
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n  max_file_store: %d\n}\n", q(c.StoreDir), lim.MaxFile)
 	fmt.Fprintf(&b, "accounts {\n  %s: {\n", NATSAccount)
 	fmt.Fprintf(&b, "    jetstream: {\n      max_memory: %d\n      max_file: %d\n      max_streams: %d\n      max_consumers: %d\n    }\n",
 		lim.MaxMemory, lim.MaxFile, lim.MaxStreams, lim.MaxConsumers)
