@@ -34,6 +34,12 @@
 //     subscription is: GET, PATCH and DELETE answer 404 and the list omits it.
 //   - Redirects from a notification endpoint are not followed.
 //
+// Where the fake refuses what Graph refuses:
+//   - $select of messages, delta and attachments names only properties of the addressed type, or
+//     of a derived type with its cast: $select=contentId on attachments answers 400 BadRequest
+//     "Could not find a property named 'contentId' on type 'microsoft.graph.attachment'.", while
+//     microsoft.graph.fileAttachment/contentId is accepted.
+//
 // Tests drive faults and notifications through methods (Throttle, FailNext, SetHandshake, Expire,
 // Notify, NotifyBatch, NotifyLifecycle, Deliver, ExpireDeltaTokens, RevokeTokens, SetMailLatency). A separately running fake offers the same through a small
 // control API without authentication, for curl from a developer's shell; never expose it:

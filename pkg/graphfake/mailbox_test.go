@@ -251,7 +251,13 @@ func TestMessageAndAttachments(t *testing.T) {
 		t.Errorf("$value: %d %s", r.status, r.body)
 	}
 
+	// contentId is a property of fileAttachment, not of attachment: Graph refuses it uncast.
 	r = e.get("/users/"+agent+"/messages/"+id+"/attachments?$select=id,name,contentType,size,isInline,contentId", tok, "")
+	if r.status != http.StatusBadRequest || r.errorCode() != "BadRequest" ||
+		!strings.Contains(string(r.body), "Could not find a property named 'contentId' on type 'microsoft.graph.attachment'.") {
+		t.Errorf("$select of a derived type's property: %d %s", r.status, r.body)
+	}
+	r = e.get("/users/"+agent+"/messages/"+id+"/attachments?$select=id,name,contentType,size,isInline,microsoft.graph.fileAttachment/contentId", tok, "")
 	var list struct {
 		Value []map[string]any `json:"value"`
 	}
@@ -440,5 +446,50 @@ func TestControlMailAndSent(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != http.StatusBadRequest {
 		t.Errorf("mail without mailbox: %d", resp2.StatusCode)
+	}
+}
+
+// $select names only properties of the addressed type (or, cast, of a type derived from it), as
+// Graph's OData parser checks them; the messages and delta reads refuse the rest with 400.
+func TestSelectRefusesPropertiesTheTypeLacks(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(tenantA)
+	id := e.addMail(DeliverMail{Subject: "Hi", Attachments: []MailAttachment{{Name: "a.txt", Content: []byte("a")}}})
+	cases := []struct {
+		name, path, message string
+	}{
+		{"attachment contentId", "/messages/" + id + "/attachments?$select=id,contentId",
+			"Could not find a property named 'contentId' on type 'microsoft.graph.attachment'."},
+		{"attachment contentBytes", "/messages/" + id + "/attachments?$select=contentBytes",
+			"Could not find a property named 'contentBytes' on type 'microsoft.graph.attachment'."},
+		{"cast to a type that is not derived", "/messages/" + id + "/attachments?$select=microsoft.graph.message/subject",
+			"The type 'microsoft.graph.message' is not derived from 'microsoft.graph.attachment'."},
+		{"cast property missing", "/messages/" + id + "/attachments?$select=microsoft.graph.itemAttachment/contentId",
+			"Could not find a property named 'contentId' on type 'microsoft.graph.itemAttachment'."},
+		{"message", "/messages/" + id + "?$select=id,subject,contentId",
+			"Could not find a property named 'contentId' on type 'microsoft.graph.message'."},
+		{"delta", "/mailFolders/inbox/messages/delta?$select=id,isInline",
+			"Could not find a property named 'isInline' on type 'microsoft.graph.message'."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.get("/users/"+agent+c.path, tok, "")
+			var body struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if r.status != http.StatusBadRequest || json.Unmarshal(r.body, &body) != nil ||
+				body.Error.Code != "BadRequest" || body.Error.Message != c.message {
+				t.Errorf("%d %s", r.status, r.body)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"/messages/" + id + "/attachments?$select=id,name,microsoft.graph.fileAttachment/contentId,microsoft.graph.fileAttachment/name",
+		"/messages/" + id + "?$select=ID,Subject,internetMessageHeaders",
+		"/mailFolders/inbox/messages/delta?$select=id,receivedDateTime,from,subject,isDraft",
+	} {
+		if r := e.get("/users/"+agent+ok, tok, ""); r.status != http.StatusOK {
+			t.Errorf("%s: %d %s", ok, r.status, r.body)
+		}
 	}
 }

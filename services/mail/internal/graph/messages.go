@@ -15,9 +15,13 @@ import (
 
 // The $select of each read: only what the import needs, so that pages stay small.
 const (
-	deltaSelect      = "id,receivedDateTime,from,subject,isDraft"
-	messageSelect    = "id,receivedDateTime,subject,from,sender,toRecipients,ccRecipients,replyTo,internetMessageId,conversationId,internetMessageHeaders,body,hasAttachments"
-	attachmentSelect = "id,name,contentType,size,isInline,contentId"
+	deltaSelect   = "id,receivedDateTime,from,subject,isDraft"
+	messageSelect = "id,receivedDateTime,subject,from,sender,toRecipients,ccRecipients,replyTo,internetMessageId,conversationId,internetMessageHeaders,body,hasAttachments"
+	// contentId is a property of fileAttachment only: Graph refuses it uncast on the attachment
+	// collection (400 "Could not find a property named 'contentId' on type
+	// 'microsoft.graph.attachment'"), so it is selected with the derived type's cast, which
+	// item and reference attachments simply do not carry.
+	attachmentSelect = "id,name,contentType,size,isInline,microsoft.graph.fileAttachment/contentId"
 )
 
 // preferText asks Graph for a message body converted to plain text.
