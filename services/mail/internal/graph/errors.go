@@ -15,6 +15,16 @@ import (
 	"supportplatform.dev/ai/httpretry"
 )
 
+// A mail call's reply that arrived but cannot be used. Asking again gets the same reply: the
+// import skips the mail (see Status for Graph's refusals).
+var (
+	// ErrReplyTooLarge: the reply exceeds the mail calls' cap (16 MiB), as a mail with a huge body
+	// does.
+	ErrReplyTooLarge = errors.New("reply larger than the mail calls' cap")
+	// ErrMalformedReply: the reply is not the JSON of the resource asked for.
+	ErrMalformedReply = errors.New("malformed reply")
+)
+
 // Error is a Graph reply other than 2xx, read from Graph's {"error":{"code","message"}} body.
 type Error struct {
 	// Op names the call ("renew subscription").
@@ -211,6 +221,10 @@ func Retryable(err error) error {
 	}
 	return err
 }
+
+// Status is Graph's HTTP status of a failed call, 0 when no reply came (transport, token or
+// argument errors).
+func Status(err error) int { return status(err) }
 
 func status(err error) int {
 	var e *Error

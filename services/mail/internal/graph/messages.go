@@ -163,7 +163,7 @@ func (c *Client) MessagesDelta(ctx context.Context, tenant string, q DeltaQuery,
 		}
 		received, err := parseGraphTime(m.ReceivedDateTime)
 		if err != nil {
-			return DeltaPage{}, fmt.Errorf("graph: %s: malformed reply: message %s: receivedDateTime: %w", op, m.ID, err)
+			return DeltaPage{}, fmt.Errorf("graph: %s: %w: message %s: receivedDateTime: %w", op, ErrMalformedReply, m.ID, err)
 		}
 		page.Messages = append(page.Messages, MessageChange{ID: m.ID, ReceivedDateTime: received,
 			From: m.From.address(), Subject: m.Subject, IsDraft: m.IsDraft})
@@ -198,7 +198,7 @@ func (c *Client) Message(ctx context.Context, tenant, mailbox, id string) (Messa
 	}
 	received, err := parseGraphTime(j.ReceivedDateTime)
 	if err != nil {
-		return Message{}, fmt.Errorf("graph: %s: malformed reply: receivedDateTime: %w", op, err)
+		return Message{}, fmt.Errorf("graph: %s: %w: receivedDateTime: %w", op, ErrMalformedReply, err)
 	}
 	m := Message{
 		ID:                j.ID,

@@ -25,6 +25,9 @@ const (
 	SkippedItem      = "item-attachment"      // an attached mail, event or contact
 	SkippedReference = "reference-attachment" // a link to a file in OneDrive or SharePoint
 	SkippedGone      = "gone"                 // deleted at the provider meanwhile
+	// SkippedUnavailable: Graph refused the bytes for good (a 4xx the
+	// mail's import does not stop for).
+	SkippedUnavailable = "unavailable"
 )
 
 // ObjectKey is the BucketMailAttachments key of one attachment's bytes: a
@@ -57,7 +60,10 @@ func (im *Importer) attachments(ctx context.Context, t Target, messageID string)
 			in.Skipped = SkippedTooLarge
 		default:
 			if err := im.carry(ctx, t, messageID, a, &in); err != nil {
-				return nil, fmt.Errorf("attachment %s: %w", a.ID, err)
+				if _, ok := permanent(err); !ok {
+					return nil, fmt.Errorf("attachment %s: %w", a.ID, err)
+				}
+				in.Skipped = SkippedUnavailable
 			}
 		}
 		im.o.Metrics.attachment(in.Skipped)

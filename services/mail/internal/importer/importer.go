@@ -82,8 +82,10 @@ type Lease interface {
 	Load(ctx context.Context) (Target, error)
 	// ClearDeltaLink forgets the delta link (a resync begins).
 	ClearDeltaLink(ctx context.Context) error
-	// Succeeded stores the round's delta link and outcome.
-	Succeeded(ctx context.Context, deltaLink string, published int, at time.Time) error
+	// Succeeded stores the round's delta link and outcome: how many mails
+	// it published, and the mails it could not import (counted on the
+	// folder, with the last one's reason).
+	Succeeded(ctx context.Context, res RoundResult, at time.Time) error
 	// Failed records a failed round.
 	Failed(ctx context.Context, reason string, at time.Time) error
 	// Alive fails once the lock may have been lost.

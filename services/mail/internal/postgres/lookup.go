@@ -31,10 +31,11 @@ func scanTarget(row pgx.Row) (mail.Target, error) {
 	f, c := &t.Folder, &t.Channel
 	err := row.Scan(&f.ID, &f.CustomerID, &f.ChannelID, &f.ExternalFolderID, &f.DisplayName, &f.AutoRetrieveEmails,
 		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt,
+		&f.SkippedMessages, &f.LastSkipReason, &f.LastSkipAt,
 		&t.ClientState,
 		&c.ID, &c.CustomerID, &c.Name, &c.Kind, &c.EmailAddress, &c.Provider, &c.ProviderTenantID,
 		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt)
-	for _, tm := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt} {
+	for _, tm := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt, f.LastSkipAt} {
 		if tm != nil {
 			*tm = tm.UTC()
 		}
