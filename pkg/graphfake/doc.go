@@ -52,6 +52,7 @@
 //	POST /_fake/throttle?n=1&retryAfter=2.128       the next n API calls answer 429
 //	POST /_fake/fail?n=1&status=503                 the next n API calls answer status
 //	POST /_fake/handshake?mode=validate|skip|fail   how creates treat the validation handshake
+//	POST /_fake/createdelay?d=30s                   creates take that much longer (made even when the client gave up)
 //	POST /_fake/mail                                deliver the JSON DeliverMail in the body; answers {"id"}
 //	GET  /_fake/sent                                replies and sendMails received, in order
 //	POST /_fake/deltaexpire?mailbox=a@b.example     every delta link of the mailbox answers 410

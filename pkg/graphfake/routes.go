@@ -32,6 +32,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /_fake/throttle", s.handleFakeThrottle)
 	mux.HandleFunc("POST /_fake/fail", s.handleFakeFail)
 	mux.HandleFunc("POST /_fake/handshake", s.handleFakeHandshake)
+	mux.HandleFunc("POST /_fake/createdelay", s.handleFakeCreateDelay)
 	mux.HandleFunc("POST /_fake/mail", s.handleFakeMail)
 	mux.HandleFunc("GET /_fake/sent", s.handleFakeSent)
 	mux.HandleFunc("POST /_fake/deltaexpire", s.handleFakeDeltaExpire)

@@ -93,6 +93,7 @@ type Server struct {
 	users          map[string]string // user GUID by tenant and lower-cased mailbox
 	faults         []fault
 	handshake      HandshakeMode
+	createDelay    time.Duration
 	notifyOnCreate int
 	mail           mailState // mailboxes, delta links, sent mail (mailbox.go)
 
@@ -197,6 +198,15 @@ func (s *Server) SetHandshake(m HandshakeMode) {
 	s.handshake = m
 }
 
+// SetCreateDelay makes each following create take d more after its validation handshake, as
+// Graph's creates can take 20 s and more. The subscription is made whether or not the client
+// still waits: a client that gave up leaves an orphan behind, to be found by listing.
+func (s *Server) SetCreateDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.createDelay = d
+}
+
 // SetNotifyOnCreate makes each following create post n "created" notifications for the new
 // subscription before it answers 201. Graph can deliver a notification before its creator has
 // stored the new id; this makes that race happen every time.
@@ -279,4 +289,15 @@ func (s *Server) pruneLocked() {
 			delete(s.subs, id)
 		}
 	}
+}
+
+// handleFakeCreateDelay serves POST /_fake/createdelay?d=30s (SetCreateDelay; d=0 ends it).
+func (s *Server) handleFakeCreateDelay(w http.ResponseWriter, r *http.Request) {
+	d, err := time.ParseDuration(r.URL.Query().Get("d"))
+	if err != nil || d < 0 || d > 10*time.Minute {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "d must be a duration from 0 to 10m"})
+		return
+	}
+	s.SetCreateDelay(d)
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -44,6 +44,11 @@ func (c Config) check() error {
 	if c.Lifetime < time.Hour {
 		return errors.New("config: MAIL_SUBSCRIPTION_LIFETIME must be at least an hour")
 	}
+	// The subscribe toggle creates within its request: a create must fit in
+	// the request's budget with time to clean up after it.
+	if c.CreateTimeout <= 0 || c.CreateTimeout >= c.RequestTimeout {
+		return errors.New("config: GRAPH_SUBSCRIPTION_CREATE_TIMEOUT must be positive and below REQUEST_TIMEOUT")
+	}
 	return nil
 }
 
@@ -73,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	provider, err := graph.NewMailProvider(cfg.Settings, &http.Client{Timeout: graph.DefaultTimeout}, deps.Now)
+	provider, err := graph.NewMailProvider(cfg.Settings, &http.Client{}, deps.Now)
 	if err != nil {
 		return fmt.Errorf("mail provider: %w", err)
 	}
@@ -90,7 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	subs := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: store, Provider: provider,
-		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: subMetrics, Now: deps.Now, Log: deps.Log})
+		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: subMetrics,
+		Now: deps.Now, Log: deps.Log})
 	channels := mail.NewChannelService(store, subs, deps.Log)
 	notifier := mail.NewNotifier(store, imports, deps.Now, deps.Log, deps.Server.Registry, mail.NotifierOptions{})
 	// Parked notifications are looked up again until shutdown.

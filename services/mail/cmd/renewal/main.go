@@ -94,7 +94,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now), Provider: provider,
-		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: metrics, Now: deps.Now, Log: deps.Log})
+		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: metrics,
+		Now: deps.Now, Log: deps.Log})
 	renewer := mail.NewRenewer(svc, mail.RenewerOptions{Window: cfg.Window})
 
 	// The renewer starts once the health server listens (Serve closes

@@ -162,9 +162,23 @@ func redact(s, secret string) string {
 // (deleted, or expired unrenewed) and must be created anew.
 func IsNotFound(err error) bool { return status(err) == http.StatusNotFound }
 
-// IsConflict reports whether Graph answered 409, as it may for a second subscription to the same
-// resource and change type.
-func IsConflict(err error) bool { return status(err) == http.StatusConflict }
+// MaybeCreated reports whether a failed create may still have made its subscription at Graph:
+// no answer came in time (a timeout or a broken connection), or Graph failed with a 5xx while it
+// may have gone on. A 4xx, a 429 or a refused token made nothing.
+func MaybeCreated(err error) bool {
+	if err == nil {
+		return false
+	}
+	if st := status(err); st != 0 {
+		return st >= 500
+	}
+	var te *TokenError
+	if errors.As(err, &te) || errors.Is(err, ErrInvalid) {
+		return false
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded)
+}
 
 // IsThrottled reports whether Graph or the token endpoint shed the call: 429, or a 5xx that a
 // later attempt may not meet (httpretry.Transient; 501 and 505 are not). Retry after RetryAfter

@@ -199,11 +199,15 @@ func (s *SubscriptionService) renew(ctx context.Context, lf LockedFolder, now ti
 		s.metrics.renewal(RenewalFailed)
 		return FolderUpdate{Clear: true}, RenewalFailed
 	}
-	sub, err = s.create(ctx, lf.Target, lf.ClientState, now)
+	sub, err = s.create(ctx, lf.Target, lf.ClientState, false, now)
 	if err != nil {
 		s.metrics.create(false)
 		s.metrics.renewal(RenewalFailed)
-		at := s.failure(tenant, err, now, s.retry)
+		delay := s.retry
+		if errors.Is(err, ErrProviderMaybeCreated) {
+			delay = min(delay, s.createIn)
+		}
+		at := s.failure(tenant, err, now, delay)
 		s.log.WarnContext(ctx, "expired provider subscription not re-created", "folderID", f.ID, "error", errorText(err))
 		// The old id is gone: forget it, so the create pass retries at at.
 		return FolderUpdate{Clear: true, RetryAt: &at}, RenewalFailed

@@ -38,8 +38,10 @@ type NewProviderSubscription struct {
 
 // Provider is the mail provider's subscription API (the graph client's
 // adapter implements it). Errors are classified with ErrProviderNotFound,
-// ErrProviderConflict and *ProviderThrottled; anything else is a failure
+// ErrProviderMaybeCreated and *ProviderThrottled; anything else is a failure
 // worth retrying later. Delete answers nil for a subscription that is gone.
+// The provider makes a new subscription for every create, even for a
+// resource that has one.
 type Provider interface {
 	Create(ctx context.Context, tenantID string, s NewProviderSubscription) (ProviderSubscription, error)
 	Renew(ctx context.Context, tenantID, id string, expiration time.Time) (ProviderSubscription, error)
@@ -51,8 +53,10 @@ type Provider interface {
 var (
 	// ErrProviderNotFound: the subscription does not exist (any more).
 	ErrProviderNotFound = errors.New("mail provider: subscription not found")
-	// ErrProviderConflict: a subscription for the resource already exists.
-	ErrProviderConflict = errors.New("mail provider: a subscription for this resource already exists")
+	// ErrProviderMaybeCreated: a create failed without a clear answer (no
+	// answer in time, or a 5xx): the provider may have made the
+	// subscription all the same, an orphan to find by listing.
+	ErrProviderMaybeCreated = errors.New("mail provider: the subscription may have been created")
 )
 
 // ProviderThrottled is a 429 (or a 503 with Retry-After): the tenant is
@@ -193,6 +197,9 @@ type SubscriptionStore interface {
 	ClaimRetired(ctx context.Context, customerID int64, now time.Time, skip ClaimSkip, fn func(ctx context.Context, r RetiredSubscription) RetiredResult) (bool, error)
 	// CountExpiring counts the subscriptions that expire before now+window.
 	CountExpiring(ctx context.Context, now time.Time, window time.Duration) (int, error)
+	// StoredSubscriptions returns which of ids a folder (of any customer)
+	// has stored as its subscription.
+	StoredSubscriptions(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 // SubscriptionOptions configure a SubscriptionService.
@@ -208,9 +215,18 @@ type SubscriptionOptions struct {
 	// RetryDelay is how long a folder whose provider call failed waits for
 	// the next attempt (default 1m); a Retry-After overrides it.
 	RetryDelay time.Duration
-	Metrics    *SubscriptionMetrics // nil: none
-	Now        func() time.Time
-	Log        *slog.Logger
+	// CreateTimeout is how long the provider's create may take (the graph
+	// client's own bound; default 35s). A caller with a shorter time budget
+	// (the toggles' REQUEST_TIMEOUT) leaves the folders it cannot give that
+	// time to the renewal job; a folder whose create may have been made
+	// anyway is tried again after it, when the provider has finished.
+	CreateTimeout time.Duration
+	// CleanupTimeout bounds finding and deleting the orphans of one folder
+	// (default 15s).
+	CleanupTimeout time.Duration
+	Metrics        *SubscriptionMetrics // nil: none
+	Now            func() time.Time
+	Log            *slog.Logger
 }
 
 // SubscriptionService keeps the provider subscriptions of channel folders
@@ -222,6 +238,8 @@ type SubscriptionService struct {
 	notifyURL string
 	lifetime  time.Duration
 	retry     time.Duration
+	createIn  time.Duration // the provider's create timeout
+	cleanup   time.Duration
 	metrics   *SubscriptionMetrics
 	now       func() time.Time
 	log       *slog.Logger
@@ -236,6 +254,12 @@ func NewSubscriptionService(o SubscriptionOptions) *SubscriptionService {
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = time.Minute
 	}
+	if o.CreateTimeout <= 0 {
+		o.CreateTimeout = 35 * time.Second
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 15 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -244,7 +268,7 @@ func NewSubscriptionService(o SubscriptionOptions) *SubscriptionService {
 	}
 	return &SubscriptionService{store: o.Store, provider: o.Provider,
 		notifyURL: strings.TrimRight(o.PublicBaseURL, "/") + NotificationPath, lifetime: o.Lifetime,
-		retry: o.RetryDelay, metrics: o.Metrics, now: o.Now, log: o.Log, throttle: newThrottle()}
+		retry: o.RetryDelay, createIn: o.CreateTimeout, cleanup: o.CleanupTimeout, metrics: o.Metrics, now: o.Now, log: o.Log, throttle: newThrottle()}
 }
 
 // NotificationURL is the address given to the provider for notifications
@@ -341,33 +365,82 @@ func errThrottled(until time.Time) error {
 }
 
 // create makes a subscription for the folder with its stored client state.
-// A 409 means one already exists for the resource (made by an earlier run
-// that died before storing it): ours (same resource and notification URL)
-// are deleted and the create is tried once more.
-func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, now time.Time) (ProviderSubscription, error) {
+// The provider makes a new subscription for every create, so one that may
+// have been made without our knowing (an earlier create that timed out or
+// failed with a 5xx) would live on beside the stored one, notifying and
+// counting toward the mailbox's limit: an orphan. After such a failure the
+// folder's orphans are deleted at once, and again before its next create
+// (inDoubt: the folder is due after a failure), when a create the provider
+// finished late has surely ended.
+func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, inDoubt bool, now time.Time) (ProviderSubscription, error) {
 	tenant := t.Channel.ProviderTenantID
+	if inDoubt {
+		if err := s.removeOrphans(ctx, t, clientState); err != nil {
+			return ProviderSubscription{}, fmt.Errorf("removing the folder's orphaned subscriptions: %w", err)
+		}
+	}
 	req := NewProviderSubscription{Mailbox: t.Channel.EmailAddress, FolderID: t.Folder.ExternalFolderID,
 		NotificationURL: s.notifyURL, LifecycleNotificationURL: s.notifyURL, ClientState: clientState,
 		Expiration: now.Add(s.lifetime)}
 	sub, err := s.provider.Create(ctx, tenant, req)
-	if !errors.Is(err, ErrProviderConflict) {
-		return sub, err
-	}
-	list, lerr := s.provider.List(ctx, tenant)
-	if lerr != nil {
-		return ProviderSubscription{}, fmt.Errorf("%w; listing the tenant's subscriptions: %w", err, lerr)
-	}
-	resource := SubscriptionResource(req.Mailbox, req.FolderID)
-	for _, l := range list {
-		if sameResource(l.Resource, resource) && strings.EqualFold(l.NotificationURL, s.notifyURL) {
-			if derr := s.provider.Delete(ctx, tenant, l.ID); derr != nil && !errors.Is(derr, ErrProviderNotFound) {
-				return ProviderSubscription{}, fmt.Errorf("%w; deleting the stale subscription: %w", err, derr)
-			}
-			s.log.InfoContext(ctx, "deleted a stale provider subscription", "folderID", t.Folder.ID)
+	if errors.Is(err, ErrProviderMaybeCreated) && s.fits(ctx, s.cleanup) {
+		cctx, cancel := context.WithTimeout(ctx, s.cleanup)
+		defer cancel()
+		if cerr := s.removeOrphans(cctx, t, clientState); cerr != nil {
+			s.log.WarnContext(ctx, "orphaned subscriptions not removed; retried before the next create", "folderID", t.Folder.ID, "error", errorText(cerr))
 		}
 	}
-	return s.provider.Create(ctx, tenant, req)
+	return sub, err
 }
+
+// removeOrphans deletes the provider subscriptions of the folder's resource
+// and the platform's notification URL that are not the folder's stored one
+// and that no other folder has stored (never another folder's, whoever's
+// it is); when the provider reports client states, only those with the
+// folder's.
+func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, clientState string) error {
+	tenant := t.Channel.ProviderTenantID
+	list, err := s.provider.List(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	resource := SubscriptionResource(t.Channel.EmailAddress, t.Folder.ExternalFolderID)
+	var candidates []string
+	for _, l := range list {
+		if l.ID != t.Folder.SubscriptionID && sameResource(l.Resource, resource) && strings.EqualFold(l.NotificationURL, s.notifyURL) &&
+			(l.ClientState == "" || l.ClientState == clientState) {
+			candidates = append(candidates, l.ID)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	stored, err := s.store.StoredSubscriptions(ctx, candidates)
+	if err != nil {
+		return err
+	}
+	for _, id := range candidates {
+		if stored[id] {
+			continue
+		}
+		if err := s.provider.Delete(ctx, tenant, id); err != nil && !errors.Is(err, ErrProviderNotFound) {
+			return err
+		}
+		s.metrics.orphan()
+		s.log.InfoContext(ctx, "deleted an orphaned provider subscription", "folderID", t.Folder.ID, "subscriptionID", id)
+	}
+	return nil
+}
+
+// fits reports whether ctx leaves at least d (a margin for the answer
+// included) before its deadline, if it has one.
+func (s *SubscriptionService) fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) >= d+answerMargin
+}
+
+// answerMargin is kept of a request's budget for writing its answer.
+const answerMargin = 2 * time.Second
 
 func activeOutcome(f Folder, outcome string) FolderOutcome {
 	return FolderOutcome{FolderID: f.ID, ExternalFolderID: f.ExternalFolderID, AutoRetrieveEmails: f.AutoRetrieveEmails,
@@ -419,10 +492,16 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 			out = failedOutcome(f, errThrottled(until))
 			return FolderUpdate{RetryAt: &until}, nil
 		}
-		sub, err := s.create(ctx, lf.Target, lf.ClientState, now)
+		sub, err := s.create(ctx, lf.Target, lf.ClientState, lf.RenewRequestedAt != nil, now)
 		if err != nil {
 			s.metrics.create(false)
-			at := s.failure(lf.Channel.ProviderTenantID, err, now, s.retry)
+			delay := s.retry
+			if errors.Is(err, ErrProviderMaybeCreated) {
+				// Once the provider has surely finished the create, the
+				// next attempt finds what it made.
+				delay = min(delay, s.createIn)
+			}
+			at := s.failure(lf.Channel.ProviderTenantID, err, now, delay)
 			out = failedOutcome(f, err)
 			s.log.WarnContext(ctx, "provider subscription not created", "folderID", f.ID, "error", errorText(err))
 			return FolderUpdate{RetryAt: &at}, nil
@@ -514,6 +593,10 @@ func (s *SubscriptionService) sync(ctx context.Context, customerID, channelID in
 			out = append(out, activeOutcome(f, OutcomeSkipped))
 		case !shouldSubscribe(Target{Folder: f, Channel: c}):
 			out = append(out, activeOutcome(f, OutcomeNone))
+		case f.SubscriptionID == "" && !s.fits(ctx, s.createIn+s.cleanup):
+			// The caller's time budget cannot hold a create: the renewal
+			// job makes it (it lists folders that should have one).
+			out = append(out, failedOutcome(f, errors.New("not attempted within this request's time; the renewal job makes it")))
 		default:
 			o, err := s.ensure(ctx, customerID, f.ID, false)
 			if err != nil {

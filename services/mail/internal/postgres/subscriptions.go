@@ -289,3 +289,21 @@ func (s *Store) CountExpiring(ctx context.Context, now time.Time, window time.Du
 		AND provider_subscription_expiration <= $1`, now.Add(window)).Scan(&n)
 	return n, postgres.Error(err, "folder")
 }
+
+// StoredSubscriptions returns which of ids a folder of any customer has
+// stored as its subscription: the orphan cleanup never deletes those.
+func (s *Store) StoredSubscriptions(ctx context.Context, ids []string) (map[string]bool, error) {
+	rows, err := s.db.Query(ctx, `SELECT provider_subscription_id FROM channel_folders WHERE provider_subscription_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, postgres.Error(err, "folder")
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, postgres.Error(err, "folder")
+	}
+	out := make(map[string]bool, len(found))
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, nil
+}

@@ -1,0 +1,202 @@
+package mail_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"supportplatform.dev/pkg/graphfake"
+	"supportplatform.dev/services/mail/internal/graph"
+	"supportplatform.dev/services/mail/internal/mail"
+	"supportplatform.dev/services/mail/internal/postgres"
+)
+
+// graphEnv is env with the real Graph client (through the adapter) against
+// the fake Graph instead of the in-memory provider.
+type graphEnv struct {
+	*env
+	fake *graphfake.Server
+	prov mail.Provider
+	svc  *mail.SubscriptionService
+	reg  *prometheus.Registry
+}
+
+func newGraphEnv(t *testing.T, createTimeout time.Duration) *graphEnv {
+	t.Helper()
+	e := newEnv(t)
+	fake := graphfake.New(graphfake.Options{ClientID: "app", ClientSecret: "secret", Now: e.clock.Now})
+	fake.SetHandshake(graphfake.HandshakeSkip) // no receiver in these tests
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	prov, err := graph.NewMailProvider(graph.Settings{ClientID: "app", ClientSecret: "secret",
+		TokenURL: srv.URL + "/{tenant}/oauth2/v2.0/token", BaseURL: srv.URL + "/v1.0", CreateTimeout: createTimeout},
+		&http.Client{}, e.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := mail.NewSubscriptionMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(e.pool, e.clock.Now), Provider: prov,
+		PublicBaseURL: baseURL, Lifetime: 70 * time.Hour, CreateTimeout: createTimeout, Metrics: m, Now: e.clock.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return &graphEnv{env: e, fake: fake, prov: prov, svc: svc, reg: reg}
+}
+
+func (g *graphEnv) live(resource string) map[string]graphfake.Subscription {
+	out := map[string]graphfake.Subscription{}
+	for _, s := range g.fake.Subscriptions() {
+		if strings.EqualFold(strings.TrimPrefix(s.Resource, "/"), strings.TrimPrefix(resource, "/")) {
+			out[s.ID] = s
+		}
+	}
+	return out
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return -1
+}
+
+// Graph answers no 409 for a second subscription: a create the client gave
+// up on (its timeout) that Graph finished later is an orphan beside the
+// folder's next one. The folder's next attempt lists the app's
+// subscriptions and deletes every one of its resource and notification URL
+// that is not stored, and nothing else: not another customer's folder's
+// subscription of the same mailbox and folder, not another URL's.
+func TestOrphanOfATimedOutCreateIsDeleted(t *testing.T) {
+	g := newGraphEnv(t, 500*time.Millisecond)
+	ctx := context.Background()
+	c, fs := g.channel(t, customerA, m365(true), "inbox")
+	resource := mail.SubscriptionResource(c.EmailAddress, "inbox")
+
+	// Customer B registered the same mailbox (as issue 22 still allowed):
+	// its folder's subscription has our resource and URL, and is stored.
+	inB := m365(true)
+	inB.EmailAddress = c.EmailAddress
+	cB, fsB := g.channel(t, customerB, inB, "inbox")
+	if out, err := g.svc.SyncChannel(ctx, customerB, cB.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("customer B's subscription: %+v %v", out, err)
+	}
+	storedB := g.row(t, fsB[0].ID).SubscriptionID
+	// Another application's subscription of the resource (another URL).
+	// (Made directly at the fake, as another deployment would.)
+	foreign := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(g.pool, g.clock.Now),
+		Provider: g.prov, PublicBaseURL: "https://other.example.com", Now: g.clock.Now})
+	if out, err := foreign.SyncChannel(ctx, customerA, c.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("foreign: %+v %v", out, err)
+	}
+	foreignID := g.row(t, fs[0].ID).SubscriptionID
+	g.sqlExec(t, `UPDATE channel_folders SET provider_subscription_id = NULL, provider_subscription_expiration = NULL
+		WHERE folder_id = $1`, fs[0].ID)
+
+	// Graph takes longer than the client waits: the create fails, and the
+	// subscription is made after it gave up.
+	g.fake.SetCreateDelay(1500 * time.Millisecond)
+	out, err := g.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil || out[0].Outcome != mail.OutcomeFailed {
+		t.Fatalf("a create over its time: %+v %v", out, err)
+	}
+	r := g.row(t, fs[0].ID)
+	if r.SubscriptionID != "" || r.RenewRequested == nil || r.RenewRequested.After(g.clock.Now().Add(time.Second)) {
+		t.Fatalf("folder after the timed-out create: %+v (its retry is due once Graph has finished)", r)
+	}
+	var orphan string
+	for deadline := time.Now().Add(15 * time.Second); orphan == ""; time.Sleep(20 * time.Millisecond) {
+		for id := range g.live(resource) {
+			if id != storedB && id != foreignID {
+				orphan = id
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Graph never made the create the client gave up on")
+		}
+	}
+	g.fake.SetCreateDelay(0)
+
+	// The retry (the renewal job, or the admin's next toggle) deletes the
+	// orphan before it creates.
+	g.clock.Advance(time.Second)
+	out, err = g.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("the retry: %+v %v", out, err)
+	}
+	stored := g.row(t, fs[0].ID).SubscriptionID
+	live := g.live(resource)
+	if _, ok := live[orphan]; ok {
+		t.Fatalf("the orphan %s lives on: %+v", orphan, live)
+	}
+	if len(live) != 3 || live[stored].ID == "" || live[storedB].ID == "" || live[foreignID].ID == "" {
+		t.Fatalf("live %+v; want the stored %s, customer B's %s and the foreign %s", live, stored, storedB, foreignID)
+	}
+	if n := counterValue(t, g.reg, "mail_subscription_orphans_deleted_total"); n != 1 {
+		t.Fatalf("orphans deleted: %v", n)
+	}
+}
+
+// A 5xx of a create may have made the subscription too: the folder's
+// orphans are deleted at once, before the retry.
+func TestOrphansDeletedAfterA5xxCreate(t *testing.T) {
+	g := newGraphEnv(t, 5*time.Second)
+	ctx := context.Background()
+	c, fs := g.channel(t, customerA, m365(true), "inbox")
+	resource := mail.SubscriptionResource(c.EmailAddress, "inbox")
+	// What an earlier create Graph failed with a 5xx had made anyway.
+	orphan, err := g.prov.Create(ctx, tenantA, mail.NewProviderSubscription{Mailbox: c.EmailAddress, FolderID: "inbox",
+		NotificationURL: g.svc.NotificationURL(), Expiration: g.clock.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.fake.FailNext(1, http.StatusGatewayTimeout)
+	out, err := g.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil || out[0].Outcome != mail.OutcomeFailed {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if _, ok := g.live(resource)[orphan.ID]; ok {
+		t.Fatal("the orphan was not deleted after the 504")
+	}
+	g.clock.Advance(time.Minute)
+	if out, err := g.svc.SyncChannel(ctx, customerA, c.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if live := g.live(resource); len(live) != 1 || live[g.row(t, fs[0].ID).SubscriptionID].ID == "" {
+		t.Fatalf("live %+v", live)
+	}
+}
+
+// A toggle answers within its request's budget (REQUEST_TIMEOUT): a folder
+// whose create could outlast it is not attempted and left to the renewal
+// job, which makes the subscriptions folders should have.
+func TestSyncLeavesWhatOutlastsTheBudgetToTheRenewalJob(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.channel(t, customerA, m365(true), "inbox")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // under 35s + 15s
+	defer cancel()
+	out, err := e.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil || out[0].Outcome != mail.OutcomeFailed || !strings.Contains(out[0].Error, "renewal job") || e.prov.count("create", "") != 0 {
+		t.Fatalf("%+v %v; %d creates", out, err, e.prov.count("create", ""))
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := e.svc.SyncChannel(ctx, customerA, c.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("%+v %v", out, err)
+	}
+}
