@@ -11,6 +11,8 @@
 //	GET    /v1.0/subscriptions/{id}
 //	PATCH  /v1.0/subscriptions/{id}        only expirationDateTime may change
 //	DELETE /v1.0/subscriptions/{id}
+//	GET    /v1.0/users/{id | userPrincipalName}                    the user (id, userPrincipalName, mail; $select)
+//	GET    /v1.0/users?$filter=proxyAddresses/any(x:x eq 'smtp:{address}')   the user with that address
 //	GET    /v1.0/users/{mb}/mailFolders/{folder}/messages/delta   $select, $filter=receivedDateTime ge X, paging
 //	GET    /v1.0/users/{mb}/messages/{id}                         also .../mailFolders/{folder}/messages/{id}
 //	GET    /v1.0/users/{mb}/messages/{id}/$value                  a simple MIME rendering
@@ -19,8 +21,11 @@
 //	POST   /v1.0/users/{mb}/messages/{id}/reply                   202, recorded (Sent) and kept in sentitems
 //	POST   /v1.0/users/{mb}/sendMail                              202, recorded (Sent) and kept in sentitems
 //
-// Mailboxes exist for every address (case-insensitive) and are also addressed by the user GUID
-// the fake names them by in a tenant (UserID). Tests put mail in them with Deliver (which posts
+// Mailboxes exist for every address (case-insensitive), which is its user's userPrincipalName, and
+// are also addressed by the user GUID the fake names them by in a tenant (UserID). AddAlias gives a
+// user another address: mail to it lands in the user's mailbox, but as at Graph the alias is
+// refused in paths and subscription resources (404 ErrorInvalidUser) and by GET /users/{alias}
+// (404 Request_ResourceNotFound); $filter=proxyAddresses/any(...) finds the user. Tests put mail in them with Deliver (which posts
 // the change notifications, with Graph's duplicates) or AddMail (silently).
 //
 // Token endpoint URL for a client: {base}/{tenant}/oauth2/v2.0/token; Graph base URL: {base}/v1.0.

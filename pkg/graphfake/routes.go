@@ -15,6 +15,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("PATCH /v1.0/subscriptions/{id}", s.api(s.handleRenew))
 	mux.HandleFunc("DELETE /v1.0/subscriptions/{id}", s.api(s.handleDelete))
 
+	mux.HandleFunc("GET /v1.0/users/{user}", s.api(s.handleUser))
+	mux.HandleFunc("GET /v1.0/users", s.api(s.handleUsers))
 	mux.HandleFunc("GET /v1.0/users/{mb}/mailFolders/{folder}/messages/delta", s.mailAPI(s.handleDelta))
 	mux.HandleFunc("GET /v1.0/users/{mb}/messages/{id}", s.mailAPI(s.handleMessage))
 	mux.HandleFunc("GET /v1.0/users/{mb}/mailFolders/{folder}/messages/{id}", s.mailAPI(s.handleMessage))

@@ -78,6 +78,12 @@ func badRequest(msg string) *apiError {
 
 func (e *apiError) write(w http.ResponseWriter) { writeError(w, e.status, e.code, e.message) }
 
+// invalidUser is Exchange's answer for a mailbox path whose user is neither an id nor a
+// userPrincipalName (an alias, or unknown).
+func invalidUser(user string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "ErrorInvalidUser", message: "The requested user '" + user + "' is invalid."}
+}
+
 func notFound() *apiError {
 	return &apiError{status: http.StatusNotFound, code: "ResourceNotFound", message: "The object was not found."}
 }
@@ -96,7 +102,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, tok access
 
 	s.mu.Lock()
 	mode, delay := s.handshake, s.createDelay
+	_, known := s.upnLocked(tok.tenant, sub.Mailbox)
 	s.mu.Unlock()
+	if !known {
+		// The resource's user must be its id or userPrincipalName, as in every mail path.
+		invalidUser(sub.Mailbox).write(w)
+		return
+	}
 
 	// Graph goes on with a create whose caller gave up (a client timeout):
 	// the subscription is made all the same, an orphan the caller must find
@@ -116,7 +128,8 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, tok access
 	s.mu.Lock()
 	s.seq++
 	sub.ID = newGUID()
-	sub.UserID = s.userIDLocked(sub.TenantID, sub.Mailbox)
+	upn, _ := s.upnLocked(sub.TenantID, sub.Mailbox) // checked before the handshake
+	sub.UserID = s.userIDLocked(sub.TenantID, upn)
 	s.subs[sub.ID] = &stored{Subscription: sub, seq: s.seq, tls: tls}
 	st := *s.subs[sub.ID]
 	early := s.notifyOnCreate

@@ -37,6 +37,9 @@ func (p *idleProvider) renewed() []string {
 	return append([]string(nil), p.renews...)
 }
 
+func (p *idleProvider) ResolveMailbox(context.Context, string, string) (mail.MailboxUser, error) {
+	return mail.MailboxUser{}, p.call()
+}
 func (p *idleProvider) Create(context.Context, string, mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
 	return mail.ProviderSubscription{}, p.call()
 }

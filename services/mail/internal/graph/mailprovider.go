@@ -86,6 +86,14 @@ func (p mailProvider) Create(ctx context.Context, tenantID string, s mail.NewPro
 	return toProvider(sub), nil
 }
 
+func (p mailProvider) ResolveMailbox(ctx context.Context, tenantID, address string) (mail.MailboxUser, error) {
+	u, err := p.c.ResolveUser(ctx, tenantID, address)
+	if err != nil {
+		return mail.MailboxUser{}, classify(err)
+	}
+	return mail.MailboxUser{Address: address, ID: u.ID, UserPrincipalName: u.UserPrincipalName}, nil
+}
+
 func (p mailProvider) Renew(ctx context.Context, tenantID, id string, expiration time.Time) (mail.ProviderSubscription, error) {
 	sub, err := p.c.RenewSubscription(ctx, tenantID, id, expiration)
 	if err != nil {
@@ -114,6 +122,9 @@ type unconfigured struct{}
 
 func (unconfigured) Create(context.Context, string, mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
 	return mail.ProviderSubscription{}, ErrNotConfigured
+}
+func (unconfigured) ResolveMailbox(context.Context, string, string) (mail.MailboxUser, error) {
+	return mail.MailboxUser{}, ErrNotConfigured
 }
 func (unconfigured) Renew(context.Context, string, string, time.Time) (mail.ProviderSubscription, error) {
 	return mail.ProviderSubscription{}, ErrNotConfigured

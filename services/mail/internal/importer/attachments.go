@@ -41,7 +41,7 @@ func ObjectKey(channelID int64, messageID, attachmentID string) string {
 // attachments lists the mail's attachments and carries the bytes of the
 // file attachments within the cap into the bucket.
 func (im *Importer) attachments(ctx context.Context, t Target, messageID string) ([]contracts.InboundAttachment, error) {
-	list, err := im.o.Graph.Attachments(ctx, t.TenantID, t.Mailbox, messageID)
+	list, err := im.o.Graph.Attachments(ctx, t.TenantID, t.mailboxKey(), messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (im *Importer) carry(ctx context.Context, t Target, messageID string, a gra
 		in.Size, in.SHA256, in.Object = size, sum, key
 		return nil
 	}
-	rc, err := im.o.Graph.AttachmentContent(ctx, t.TenantID, t.Mailbox, messageID, a.ID)
+	rc, err := im.o.Graph.AttachmentContent(ctx, t.TenantID, t.mailboxKey(), messageID, a.ID)
 	if graph.IsNotFound(err) {
 		in.Skipped = SkippedGone
 		return nil

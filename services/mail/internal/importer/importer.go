@@ -44,6 +44,10 @@ type Target struct {
 	// Mailbox is the channel's address (lower-case), TenantID its
 	// provider tenant, ExternalFolderID the provider's folder id.
 	Mailbox, TenantID, ExternalFolderID string
+	// MailboxUserID is the provider's id of the mailbox's user, resolved
+	// from the address when the folder's subscription was made ("" until
+	// then): Graph's paths take it, not an alias.
+	MailboxUserID string
 	// Importable is false for a folder that must not be imported: its
 	// channel is deleted, is not a Microsoft 365 e-mail channel with a
 	// mailbox, or automatic retrieval is off on the channel or the folder.

@@ -150,7 +150,7 @@ func (im *Importer) Round(ctx context.Context, t Target, onResync func(context.C
 // returns the delta link.
 func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, published, own *atomic.Int64,
 	unimportable *skippedList, onResync func(context.Context) error, res *RoundResult) (string, error) {
-	q := graph.DeltaQuery{Mailbox: t.Mailbox, FolderID: t.ExternalFolderID, PageSize: im.o.PageSize}
+	q := graph.DeltaQuery{Mailbox: t.mailboxKey(), FolderID: t.ExternalFolderID, PageSize: im.o.PageSize}
 	link := t.DeltaLink
 	if link == "" {
 		q.Since = im.o.Now().Add(-im.o.Lookback)
@@ -232,6 +232,16 @@ func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, publ
 	}
 }
 
+// mailboxKey names the mailbox in Graph's paths: its user's id once
+// resolved, else (a channel whose subscription predates the resolution)
+// its address.
+func (t Target) mailboxKey() string {
+	if t.MailboxUserID != "" {
+		return t.MailboxUserID
+	}
+	return t.Mailbox
+}
+
 // Skip reasons of the skipped-messages metric.
 const (
 	SkipOwn  = "own"     // mail the platform sent
@@ -284,7 +294,7 @@ func (l *skippedList) add(m SkippedMail) {
 // returns "" when it published the mail, else why it skipped it (SkipOwn,
 // SkipGone, SkipSize): a skipped mail is no failure.
 func (im *Importer) importMessage(ctx context.Context, t Target, id string) (skip string, err error) {
-	msg, err := im.o.Graph.Message(ctx, t.TenantID, t.Mailbox, id)
+	msg, err := im.o.Graph.Message(ctx, t.TenantID, t.mailboxKey(), id)
 	if graph.IsNotFound(err) {
 		im.o.Metrics.skipped(SkipGone)
 		return SkipGone, nil

@@ -15,6 +15,7 @@ import (
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
+	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 )
 
@@ -202,5 +203,47 @@ func TestPermanentAndTransientMailFailures(t *testing.T) {
 				t.Fatalf("%+v, %v", res, err)
 			}
 		})
+	}
+}
+
+// A channel addressed by an alias: Graph refuses the alias in paths (404
+// ErrorInvalidUser), so the import names the mailbox by the user id
+// resolved for the channel's address.
+func TestImportNamesTheMailboxByItsUserID(t *testing.T) {
+	e := newEnv(t)
+	tg := e.folder(t) // support@contoso.com
+	g := newRealGraph(t)
+	ctx := context.Background()
+	g.fake.AddAlias("agent@contoso.com", "support@contoso.com")
+	id := g.add(t, graphfake.DeliverMail{Subject: "to the alias", From: graphfake.Address{Address: "jane@fabrikam.com"}, Text: "hi"})
+	im := importer.New(importer.Options{Graph: g.client, Blobs: e.blobs, Publisher: e.bus, Now: time.Now, Log: discard()})
+	r := importer.NewRunner(importer.RunnerOptions{Store: e.store, Locker: postgres.NewImportLocks(e.pool), Importer: im, Log: discard()})
+
+	// Before the address is resolved, paths name it: Graph refuses.
+	if err := r.Import(ctx, 1, tg.ChannelID, tg.FolderID); err == nil || !strings.Contains(err.Error(), "ErrorInvalidUser") {
+		t.Fatalf("import by the alias: %v", err)
+	}
+	u, err := g.client.ResolveUser(ctx, tg.TenantID, tg.Mailbox)
+	if err != nil || u.ID != g.fake.UserID(tg.TenantID, "agent@contoso.com") || u.UserPrincipalName != "agent@contoso.com" {
+		t.Fatalf("resolve the alias: %+v %v", u, err)
+	}
+	if err := e.store.SaveMailboxUser(ctx, 1, tg.ChannelID, mail.MailboxUser{Address: tg.Mailbox, ID: u.ID, UserPrincipalName: u.UserPrincipalName}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Import(ctx, 1, tg.ChannelID, tg.FolderID); err != nil {
+		t.Fatalf("import by the user id: %v", err)
+	}
+	mails, _ := e.mails(t)
+	if len(mails) != 1 || mails[0].ProviderMessageID != id || mails[0].Mailbox != "support@contoso.com" {
+		t.Fatalf("published %+v", mails)
+	}
+	// The channel given another address: the stored id was resolved for
+	// the old one and is not used.
+	if _, err := e.store.UpdateChannel(ctx, 1, tg.ChannelID, mail.ChannelInput{Name: "Support", Kind: mail.KindEmail,
+		EmailAddress: "other@contoso.com", Provider: mail.ProviderMicrosoft365, ProviderTenantID: tg.TenantID, AutoRetrieveEmails: true}); err != nil {
+		t.Fatal(err)
+	}
+	if tg2, err := e.store.ImportTarget(ctx, 1, tg.ChannelID, tg.FolderID); err != nil || tg2.MailboxUserID != "" {
+		t.Fatalf("target after the address changed: %+v %v", tg2, err)
 	}
 }

@@ -52,10 +52,12 @@ func newGraphEnv(t *testing.T, createTimeout time.Duration) *graphEnv {
 	return &graphEnv{env: e, fake: fake, prov: prov, svc: svc, reg: reg}
 }
 
-func (g *graphEnv) live(resource string) map[string]graphfake.Subscription {
+// live returns the fake's subscriptions of mailbox's folder, whichever way
+// their resources name the mailbox.
+func (g *graphEnv) live(mailbox, folder string) map[string]graphfake.Subscription {
 	out := map[string]graphfake.Subscription{}
 	for _, s := range g.fake.Subscriptions() {
-		if strings.EqualFold(strings.TrimPrefix(s.Resource, "/"), strings.TrimPrefix(resource, "/")) {
+		if s.UserID == g.fake.UserID(tenantA, mailbox) && s.FolderID == folder {
 			out[s.ID] = s
 		}
 	}
@@ -86,7 +88,6 @@ func TestOrphanOfATimedOutCreateIsDeleted(t *testing.T) {
 	g := newGraphEnv(t, 500*time.Millisecond)
 	ctx := context.Background()
 	c, fs := g.channel(t, customerA, m365(true), "inbox")
-	resource := mail.SubscriptionResource(c.EmailAddress, "inbox")
 
 	// Customer B registered the same mailbox (as issue 22 still allowed):
 	// its folder's subscription has our resource and URL, and is stored.
@@ -121,7 +122,7 @@ func TestOrphanOfATimedOutCreateIsDeleted(t *testing.T) {
 	}
 	var orphan string
 	for deadline := time.Now().Add(15 * time.Second); orphan == ""; time.Sleep(20 * time.Millisecond) {
-		for id := range g.live(resource) {
+		for id := range g.live(c.EmailAddress, "inbox") {
 			if id != storedB && id != foreignID {
 				orphan = id
 			}
@@ -140,7 +141,7 @@ func TestOrphanOfATimedOutCreateIsDeleted(t *testing.T) {
 		t.Fatalf("the retry: %+v %v", out, err)
 	}
 	stored := g.row(t, fs[0].ID).SubscriptionID
-	live := g.live(resource)
+	live := g.live(c.EmailAddress, "inbox")
 	if _, ok := live[orphan]; ok {
 		t.Fatalf("the orphan %s lives on: %+v", orphan, live)
 	}
@@ -158,11 +159,18 @@ func TestOrphansDeletedAfterA5xxCreate(t *testing.T) {
 	g := newGraphEnv(t, 5*time.Second)
 	ctx := context.Background()
 	c, fs := g.channel(t, customerA, m365(true), "inbox")
-	resource := mail.SubscriptionResource(c.EmailAddress, "inbox")
 	// What an earlier create Graph failed with a 5xx had made anyway.
 	orphan, err := g.prov.Create(ctx, tenantA, mail.NewProviderSubscription{Mailbox: c.EmailAddress, FolderID: "inbox",
 		NotificationURL: g.svc.NotificationURL(), Expiration: g.clock.Now().Add(time.Hour)})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The mailbox is resolved already: the 504 is the create's.
+	u, err := g.prov.ResolveMailbox(ctx, tenantA, c.EmailAddress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.store.SaveMailboxUser(ctx, customerA, c.ID, u); err != nil {
 		t.Fatal(err)
 	}
 	g.fake.FailNext(1, http.StatusGatewayTimeout)
@@ -170,14 +178,14 @@ func TestOrphansDeletedAfterA5xxCreate(t *testing.T) {
 	if err != nil || out[0].Outcome != mail.OutcomeFailed {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if _, ok := g.live(resource)[orphan.ID]; ok {
+	if _, ok := g.live(c.EmailAddress, "inbox")[orphan.ID]; ok {
 		t.Fatal("the orphan was not deleted after the 504")
 	}
 	g.clock.Advance(time.Minute)
 	if out, err := g.svc.SyncChannel(ctx, customerA, c.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if live := g.live(resource); len(live) != 1 || live[g.row(t, fs[0].ID).SubscriptionID].ID == "" {
+	if live := g.live(c.EmailAddress, "inbox"); len(live) != 1 || live[g.row(t, fs[0].ID).SubscriptionID].ID == "" {
 		t.Fatalf("live %+v", live)
 	}
 }
@@ -198,5 +206,59 @@ func TestSyncLeavesWhatOutlastsTheBudgetToTheRenewalJob(t *testing.T) {
 	defer cancel()
 	if out, err := e.svc.SyncChannel(ctx, customerA, c.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
 		t.Fatalf("%+v %v", out, err)
+	}
+}
+
+// Graph's paths and subscription resources take a user's id or
+// userPrincipalName; a channel whose address is an alias (or a primary SMTP
+// address other than the UPN) is resolved once (GET /users/{address}, then
+// by proxyAddresses), the id stored and named in the resource, and resolved
+// again when the channel's address changes.
+func TestMailboxAddressResolvedToTheUserID(t *testing.T) {
+	g := newGraphEnv(t, 5*time.Second)
+	ctx := context.Background()
+	const upn = "agent@contoso.com"
+	in := m365(true)
+	g.fake.AddAlias(upn, in.EmailAddress)
+	c, fs := g.channel(t, customerA, in, "inbox")
+	userID := g.fake.UserID(tenantA, upn)
+
+	out, err := g.svc.SyncChannel(ctx, customerA, c.ID)
+	if err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("subscribe a mailbox addressed by an alias: %+v %v", out, err)
+	}
+	subs := g.fake.Subscriptions()
+	if len(subs) != 1 || subs[0].ID != g.row(t, fs[0].ID).SubscriptionID || subs[0].UserID != userID ||
+		!strings.Contains(subs[0].Resource, "/users/"+userID+"/") {
+		t.Fatalf("subscription %+v, want the resource to name user %s", subs, userID)
+	}
+	u, err := g.store.MailboxUser(ctx, customerA, c.ID)
+	if err != nil || u.ID != userID || u.Address != c.EmailAddress || u.UserPrincipalName != upn {
+		t.Fatalf("stored user %+v %v", u, err)
+	}
+
+	// Resolved once: the next folder's create asks Graph for no user.
+	calls := g.fake.Calls(http.MethodGet)
+	if _, err := g.store.CreateFolder(ctx, customerA, c.ID, mail.FolderInput{ExternalFolderID: "f2", AutoRetrieveEmails: true}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := g.svc.SyncChannel(ctx, customerA, c.ID); err != nil || out[1].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("second folder: %+v %v", out, err)
+	}
+	if n := g.fake.Calls(http.MethodGet) - calls; n != 0 {
+		t.Fatalf("%d GETs for a resolved mailbox", n)
+	}
+
+	// Another address: resolved again (a UPN, found directly).
+	in.EmailAddress = upn
+	if _, err := g.store.UpdateChannel(ctx, customerA, c.ID, in); err != nil {
+		t.Fatal(err)
+	}
+	g.clock.Advance(time.Minute)
+	if out, err := g.svc.SyncChannel(ctx, customerA, c.ID); err != nil || out[0].Outcome != mail.OutcomeSubscribed {
+		t.Fatalf("after the address changed: %+v %v", out, err)
+	}
+	if u, err := g.store.MailboxUser(ctx, customerA, c.ID); err != nil || u.Address != upn || u.ID != userID {
+		t.Fatalf("stored user after the address changed %+v %v", u, err)
 	}
 }

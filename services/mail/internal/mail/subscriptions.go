@@ -25,6 +25,14 @@ type ProviderSubscription struct {
 	Expiration time.Time
 }
 
+// MailboxUser is the provider's user behind a channel's mailbox address,
+// resolved once and stored with the address it was resolved for.
+type MailboxUser struct {
+	Address           string // the channel's address it was resolved for
+	ID                string // the user's id: every provider path names the mailbox by it
+	UserPrincipalName string
+}
+
 // NewProviderSubscription asks for a subscription to the new messages of
 // one folder of a mailbox; the provider builds the resource
 // /users/{Mailbox}/mailFolders('{FolderID}')/messages with change type
@@ -43,6 +51,10 @@ type NewProviderSubscription struct {
 // The provider makes a new subscription for every create, even for a
 // resource that has one.
 type Provider interface {
+	// ResolveMailbox finds the user behind a mailbox address (its id is
+	// what the provider's paths and resources take; an alias is refused
+	// there); ErrProviderNotFound when no user has the address.
+	ResolveMailbox(ctx context.Context, tenantID, address string) (MailboxUser, error)
 	Create(ctx context.Context, tenantID string, s NewProviderSubscription) (ProviderSubscription, error)
 	Renew(ctx context.Context, tenantID, id string, expiration time.Time) (ProviderSubscription, error)
 	Delete(ctx context.Context, tenantID, id string) error
@@ -200,6 +212,10 @@ type SubscriptionStore interface {
 	// StoredSubscriptions returns which of ids a folder (of any customer)
 	// has stored as its subscription.
 	StoredSubscriptions(ctx context.Context, ids []string) (map[string]bool, error)
+	// MailboxUser returns the user stored for the customer's channel (zero
+	// when none); SaveMailboxUser stores one.
+	MailboxUser(ctx context.Context, customerID, channelID int64) (MailboxUser, error)
+	SaveMailboxUser(ctx context.Context, customerID, channelID int64, u MailboxUser) error
 }
 
 // SubscriptionOptions configure a SubscriptionService.
@@ -374,19 +390,23 @@ func errThrottled(until time.Time) error {
 // finished late has surely ended.
 func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, inDoubt bool, now time.Time) (ProviderSubscription, error) {
 	tenant := t.Channel.ProviderTenantID
+	user, err := s.mailboxUser(ctx, t.Channel)
+	if err != nil {
+		return ProviderSubscription{}, err
+	}
 	if inDoubt {
-		if err := s.removeOrphans(ctx, t, clientState); err != nil {
+		if err := s.removeOrphans(ctx, t, user, clientState); err != nil {
 			return ProviderSubscription{}, fmt.Errorf("removing the folder's orphaned subscriptions: %w", err)
 		}
 	}
-	req := NewProviderSubscription{Mailbox: t.Channel.EmailAddress, FolderID: t.Folder.ExternalFolderID,
+	req := NewProviderSubscription{Mailbox: user, FolderID: t.Folder.ExternalFolderID,
 		NotificationURL: s.notifyURL, LifecycleNotificationURL: s.notifyURL, ClientState: clientState,
 		Expiration: now.Add(s.lifetime)}
 	sub, err := s.provider.Create(ctx, tenant, req)
 	if errors.Is(err, ErrProviderMaybeCreated) && s.fits(ctx, s.cleanup) {
 		cctx, cancel := context.WithTimeout(ctx, s.cleanup)
 		defer cancel()
-		if cerr := s.removeOrphans(cctx, t, clientState); cerr != nil {
+		if cerr := s.removeOrphans(cctx, t, user, clientState); cerr != nil {
 			s.log.WarnContext(ctx, "orphaned subscriptions not removed; retried before the next create", "folderID", t.Folder.ID, "error", errorText(cerr))
 		}
 	}
@@ -398,16 +418,20 @@ func (s *SubscriptionService) create(ctx context.Context, t Target, clientState 
 // and that no other folder has stored (never another folder's, whoever's
 // it is); when the provider reports client states, only those with the
 // folder's.
-func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, clientState string) error {
+func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, user, clientState string) error {
 	tenant := t.Channel.ProviderTenantID
 	list, err := s.provider.List(ctx, tenant)
 	if err != nil {
 		return err
 	}
-	resource := SubscriptionResource(t.Channel.EmailAddress, t.Folder.ExternalFolderID)
+	// The folder's resource names the mailbox by its user id; subscriptions
+	// made before the address was resolved name it by the address.
+	resource := SubscriptionResource(user, t.Folder.ExternalFolderID)
+	byAddress := SubscriptionResource(t.Channel.EmailAddress, t.Folder.ExternalFolderID)
 	var candidates []string
 	for _, l := range list {
-		if l.ID != t.Folder.SubscriptionID && sameResource(l.Resource, resource) && strings.EqualFold(l.NotificationURL, s.notifyURL) &&
+		if l.ID != t.Folder.SubscriptionID && (sameResource(l.Resource, resource) || sameResource(l.Resource, byAddress)) &&
+			strings.EqualFold(l.NotificationURL, s.notifyURL) &&
 			(l.ClientState == "" || l.ClientState == clientState) {
 			candidates = append(candidates, l.ID)
 		}
@@ -430,6 +454,34 @@ func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, clien
 		s.log.InfoContext(ctx, "deleted an orphaned provider subscription", "folderID", t.Folder.ID, "subscriptionID", id)
 	}
 	return nil
+}
+
+// mailboxUser returns the provider's id of the channel's mailbox: the one
+// stored when it was resolved for the channel's current address, else
+// resolved now (GET /users/{address}, then by proxy address) and stored.
+// Graph's paths and subscription resources take only a user's id or
+// userPrincipalName; an alias fails there with 404 ErrorInvalidUser.
+func (s *SubscriptionService) mailboxUser(ctx context.Context, c Channel) (string, error) {
+	u, err := s.store.MailboxUser(ctx, c.CustomerID, c.ID)
+	if err != nil {
+		return "", err
+	}
+	if u.ID != "" && u.Address == c.EmailAddress {
+		return u.ID, nil
+	}
+	u, err = s.provider.ResolveMailbox(ctx, c.ProviderTenantID, c.EmailAddress)
+	if errors.Is(err, ErrProviderNotFound) {
+		return "", fmt.Errorf("no user of tenant %s has the mailbox address %s: %w", c.ProviderTenantID, c.EmailAddress, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("resolving the mailbox address %s: %w", c.EmailAddress, err)
+	}
+	u.Address = c.EmailAddress
+	if err := s.store.SaveMailboxUser(ctx, c.CustomerID, c.ID, u); err != nil {
+		return "", err
+	}
+	s.log.InfoContext(ctx, "mailbox address resolved", "channelID", c.ID, "userID", u.ID)
+	return u.ID, nil
 }
 
 // fits reports whether ctx leaves at least d (a margin for the answer

@@ -85,6 +85,15 @@ func (p *fakeProvider) begin(op, tenant, id string) error {
 	return nil
 }
 
+// ResolveMailbox treats every address as its user's userPrincipalName, the
+// id the resources then name it by.
+func (p *fakeProvider) ResolveMailbox(ctx context.Context, tenant, address string) (mail.MailboxUser, error) {
+	if err := p.begin("resolve", tenant, address); err != nil {
+		return mail.MailboxUser{}, err
+	}
+	return mail.MailboxUser{Address: address, ID: address, UserPrincipalName: address}, nil
+}
+
 func (p *fakeProvider) Create(ctx context.Context, tenant string, s mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
 	if err := p.begin("create", tenant, s.FolderID); err != nil {
 		return mail.ProviderSubscription{}, err

@@ -28,7 +28,8 @@ func importTargetSQL(where string) string {
 	return `SELECT f.customer_id, f.channel_id, f.folder_id, coalesce(c.email_address, ''), c.provider_tenant_id,
 		f.external_folder_id, ` + subscribable + `,
 		CASE WHEN f.delta_link_source = ` + importSource + ` THEN coalesce(f.delta_link, '') ELSE '' END,
-		f.import_requests, ` + importSource + `
+		f.import_requests, ` + importSource + `,
+		CASE WHEN c.provider_user_address = c.email_address THEN coalesce(c.provider_user_id, '') ELSE '' END
 		FROM channel_folders f JOIN channels c ON c.customer_id = f.customer_id AND c.channel_id = f.channel_id
 		WHERE ` + where
 }
@@ -37,7 +38,7 @@ func scanImportTarget(row pgx.Row) (importer.Target, string, error) {
 	var t importer.Target
 	var source string
 	err := row.Scan(&t.CustomerID, &t.ChannelID, &t.FolderID, &t.Mailbox, &t.TenantID, &t.ExternalFolderID,
-		&t.Importable, &t.DeltaLink, &t.Requests, &source)
+		&t.Importable, &t.DeltaLink, &t.Requests, &source, &t.MailboxUserID)
 	return t, source, err
 }
 

@@ -307,3 +307,28 @@ func (s *Store) StoredSubscriptions(ctx context.Context, ids []string) (map[stri
 	}
 	return out, nil
 }
+
+// MailboxUser returns the provider user stored for the customer's channel
+// (zero when none was resolved yet).
+func (s *Store) MailboxUser(ctx context.Context, customerID, channelID int64) (mail.MailboxUser, error) {
+	var u mail.MailboxUser
+	err := s.db.QueryRow(ctx, `SELECT coalesce(provider_user_address, ''), coalesce(provider_user_id, ''),
+		coalesce(provider_user_principal_name, '') FROM channels WHERE customer_id = $1 AND channel_id = $2`,
+		customerID, channelID).Scan(&u.Address, &u.ID, &u.UserPrincipalName)
+	return u, postgres.Error(err, "channel")
+}
+
+// SaveMailboxUser stores the provider user resolved for the customer's
+// channel's address u.Address.
+func (s *Store) SaveMailboxUser(ctx context.Context, customerID, channelID int64, u mail.MailboxUser) error {
+	tag, err := s.db.Exec(ctx, `UPDATE channels SET provider_user_address = $3, provider_user_id = $4,
+		provider_user_principal_name = $5 WHERE customer_id = $1 AND channel_id = $2`,
+		customerID, channelID, u.Address, u.ID, nullText(u.UserPrincipalName))
+	if err != nil {
+		return postgres.Error(err, "channel")
+	}
+	if tag.RowsAffected() == 0 {
+		return apperr.E(apperr.NotFound, "channel not found")
+	}
+	return nil
+}
