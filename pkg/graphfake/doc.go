@@ -34,7 +34,6 @@
 //   - changeType must be "created" and the resource a mail folder's messages
 //     (/users/{mailbox}/mailFolders('{id}')/messages or .../mailFolders/{id}/messages): that is all
 //     the mail service subscribes to, so anything else is a bug worth a 400.
-//   - notificationUrl may be http as well as https, so a dev stack without TLS works.
 //   - A subscription past its expirationDateTime (by Options.Now) is gone, as an unrenewed Graph
 //     subscription is: GET, PATCH and DELETE answer 404 and the list omits it.
 //   - Redirects from a notification endpoint are not followed.
@@ -44,6 +43,10 @@
 //     of a derived type with its cast: $select=contentId on attachments answers 400 BadRequest
 //     "Could not find a property named 'contentId' on type 'microsoft.graph.attachment'.", while
 //     microsoft.graph.fileAttachment/contentId is accepted.
+//   - An http:// notificationUrl or lifecycleNotificationUrl answers 400, unless
+//     Options.AllowHTTPNotificationURL says a test wants it.
+//   - Every create makes a new subscription with its own id, even for a resource that has one (no
+//     409); SetCreateDelay makes creates slow, and a create whose client gave up is made anyway.
 //
 // Tests drive faults and notifications through methods (Throttle, FailNext, SetHandshake, Expire,
 // Notify, NotifyBatch, NotifyLifecycle, Deliver, ExpireDeltaTokens, RevokeTokens, SetMailLatency). A separately running fake offers the same through a small

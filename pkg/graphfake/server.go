@@ -39,6 +39,9 @@ type Options struct {
 	NotificationDuplicates int
 	// AttachmentPageSize, when positive, pages attachment lists with @odata.nextLink.
 	AttachmentPageSize int
+	// AllowHTTPNotificationURL accepts http:// notification and lifecycle URLs, which Graph
+	// refuses (400): only for a test or dev stack that says so explicitly.
+	AllowHTTPNotificationURL bool
 	// Log receives the fake's diagnostics (failed handshakes, deliveries); nil discards them.
 	Log *slog.Logger
 }
@@ -98,6 +101,7 @@ type Server struct {
 	mail           mailState // mailboxes, delta links, sent mail (mailbox.go)
 
 	attachmentPageSize int
+	allowHTTP          bool
 }
 
 type stored struct {
@@ -129,6 +133,7 @@ func New(o Options) *Server {
 		mail:          newMailState(o.NotificationDuplicates),
 
 		attachmentPageSize: o.AttachmentPageSize,
+		allowHTTP:          o.AllowHTTPNotificationURL,
 	}
 	if len(o.Tenants) > 0 {
 		s.tenants = map[string]bool{}

@@ -153,11 +153,11 @@ func (s *Server) newSubscription(in subscriptionBody, tok accessToken) (Subscrip
 	if !ok {
 		return Subscription{}, "", badRequest("Resource '" + in.Resource + "' is not supported: expected /users/{mailbox}/mailFolders('{id}')/messages.")
 	}
-	if err := checkNotificationURL(in.NotificationURL); err != "" {
+	if err := checkNotificationURL(in.NotificationURL, s.allowHTTP); err != "" {
 		return Subscription{}, "", badRequest("notificationUrl " + err)
 	}
 	if in.LifecycleNotificationURL != "" {
-		if err := checkNotificationURL(in.LifecycleNotificationURL); err != "" {
+		if err := checkNotificationURL(in.LifecycleNotificationURL, s.allowHTTP); err != "" {
 			return Subscription{}, "", badRequest("lifecycleNotificationUrl " + err)
 		}
 	}
@@ -193,13 +193,15 @@ func (s *Server) newSubscription(in subscriptionBody, tok accessToken) (Subscrip
 	}, tls, nil
 }
 
-func checkNotificationURL(raw string) string {
+// checkNotificationURL refuses what Graph refuses: a URL that is not absolute HTTPS (http only
+// with Options.AllowHTTPNotificationURL).
+func checkNotificationURL(raw string, allowHTTP bool) string {
 	if raw == "" {
 		return "is required."
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "'" + raw + "' must be an absolute https (or, for this fake, http) URL."
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(allowHTTP && u.Scheme == "http")) {
+		return "'" + raw + "' is invalid: the URL must be an absolute https URL."
 	}
 	return ""
 }

@@ -67,6 +67,10 @@ func TestCreateRefusesInvalidBodies(t *testing.T) {
 		{name: "unterminated folder id", change: func(_ *env, b map[string]any) { b["resource"] = "/users/a/mailFolders('inbox/messages" }, wantCode: "InvalidRequest"},
 		{name: "relative notification URL", change: func(_ *env, b map[string]any) { b["notificationUrl"] = "/api/providerwebhook" }, wantCode: "InvalidRequest"},
 		{name: "ftp notification URL", change: func(_ *env, b map[string]any) { b["notificationUrl"] = "ftp://example.com/x" }, wantCode: "InvalidRequest"},
+		{name: "http notification URL", change: func(_ *env, b map[string]any) { b["notificationUrl"] = "http://example.com/api/providerwebhook" }, wantCode: "InvalidRequest"},
+		{name: "http lifecycle URL", change: func(_ *env, b map[string]any) {
+			b["lifecycleNotificationUrl"] = "http://example.com/api/providerwebhook"
+		}, wantCode: "InvalidRequest"},
 		{name: "no notification URL", change: func(_ *env, b map[string]any) { delete(b, "notificationUrl") }, wantCode: "InvalidRequest"},
 		{name: "bad lifecycle URL", change: func(_ *env, b map[string]any) { b["lifecycleNotificationUrl"] = "nope" }, wantCode: "InvalidRequest"},
 		{name: "clientState of 129 characters", change: func(_ *env, b map[string]any) { b["clientState"] = strings.Repeat("ü", 129) }, wantCode: "InvalidRequest"},
@@ -386,5 +390,16 @@ func TestUnknownGraphPath(t *testing.T) {
 	e := newEnv(t)
 	if r := e.call(http.MethodPut, "/subscriptions/x", e.token(tenantA), nil); r.status != http.StatusBadRequest || r.errorCode() != "BadRequest" {
 		t.Errorf("PUT: %d %s", r.status, r.body)
+	}
+}
+
+// Graph refuses an http notification URL; a test that needs one says so.
+func TestHTTPNotificationURLOnlyWhenAllowed(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.AllowHTTPNotificationURL = true })
+	e.fake.SetHandshake(HandshakeSkip)
+	body := e.newSub("a@b.example", "inbox")
+	body["notificationUrl"] = "http://support.example/api/providerwebhook"
+	if r := e.call(http.MethodPost, "/subscriptions", e.token(tenantA), body); r.status != http.StatusCreated {
+		t.Fatalf("with AllowHTTPNotificationURL: %d %s", r.status, r.body)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"supportplatform.dev/pkg/authn"
@@ -37,9 +36,8 @@ type Config struct {
 }
 
 func (c Config) check() error {
-	u, err := url.Parse(c.PublicBaseURL)
-	if c.PublicBaseURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)")
+	if err := mail.CheckPublicBaseURL(c.PublicBaseURL); err != nil {
+		return err
 	}
 	if c.Lifetime < time.Hour {
 		return errors.New("config: MAIL_SUBSCRIPTION_LIFETIME must be at least an hour")

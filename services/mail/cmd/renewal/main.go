@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -40,9 +39,8 @@ type Config struct {
 // check refuses what would make every subscription fail.
 func (c Config) check() error {
 	var errs []error
-	u, err := url.Parse(c.PublicBaseURL)
-	if c.PublicBaseURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		errs = append(errs, errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)"))
+	if err := mail.CheckPublicBaseURL(c.PublicBaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Interval <= 0 || c.Window <= 0 || c.Lifetime <= c.Window {
 		errs = append(errs, errors.New("config: RENEWAL_INTERVAL and RENEWAL_WINDOW must be positive and MAIL_SUBSCRIPTION_LIFETIME longer than the window"))

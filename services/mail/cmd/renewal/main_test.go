@@ -133,6 +133,7 @@ func TestRefusedConfigurationAndCommands(t *testing.T) {
 	}{
 		{name: "no public base URL", env: map[string]string{}, want: "PUBLIC_BASE_URL"},
 		{name: "a relative public base URL", env: map[string]string{"PUBLIC_BASE_URL": "/support"}, want: "PUBLIC_BASE_URL"},
+		{name: "an http public base URL", env: map[string]string{"PUBLIC_BASE_URL": "http://support.example.com"}, want: "not HTTPS"},
 		{name: "a lifetime inside the window", env: map[string]string{"PUBLIC_BASE_URL": "https://x.example", "MAIL_SUBSCRIPTION_LIFETIME": "30m"}, want: "MAIL_SUBSCRIPTION_LIFETIME"},
 		{name: "a bad interval", env: map[string]string{"PUBLIC_BASE_URL": "https://x.example", "RENEWAL_INTERVAL": "often"}, want: "RENEWAL_INTERVAL"},
 		{name: "an unknown command", args: []string{"renewal", "bogus"}, env: map[string]string{"PUBLIC_BASE_URL": "https://x.example"}, want: "unknown command"},

@@ -115,6 +115,20 @@ func sameResource(a, b string) bool {
 // public base URL (spec section 4 rule 4, lower case as the spec writes it).
 const NotificationPath = "/api/providerwebhook"
 
+// CheckPublicBaseURL refuses a public base URL the provider cannot notify:
+// not absolute, or not HTTPS (Graph refuses an http notificationUrl, so
+// every subscription would fail).
+func CheckPublicBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "" || err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)")
+	case u.Scheme != "https":
+		return fmt.Errorf("config: PUBLIC_BASE_URL %q is not HTTPS: Microsoft Graph delivers change notifications only to https:// URLs and refuses to create subscriptions for others", raw)
+	}
+	return nil
+}
+
 // Switched is a channel whose automatic retrieval was switched: the channel
 // and its folders as they are now, and the subscriptions the switch retired
 // by folder id.
