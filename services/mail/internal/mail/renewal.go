@@ -203,11 +203,11 @@ func (s *SubscriptionService) renew(ctx context.Context, lf LockedFolder, now ti
 	if err != nil {
 		s.metrics.create(false)
 		s.metrics.renewal(RenewalFailed)
-		delay := s.retry
+		delay, from := s.retry, now
 		if errors.Is(err, ErrProviderMaybeCreated) {
-			delay = min(delay, s.createIn)
+			delay, from = min(delay, s.createIn), s.now()
 		}
-		at := s.failure(tenant, err, now, delay)
+		at := s.failure(tenant, err, from, delay)
 		s.log.WarnContext(ctx, "expired provider subscription not re-created", "folderID", f.ID, "error", errorText(err))
 		// The old id is gone: forget it, so the create pass retries at at.
 		return FolderUpdate{Clear: true, RetryAt: &at}, RenewalFailed

@@ -561,13 +561,14 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 		sub, err := s.create(ctx, lf.Target, lf.ClientState, lf.RenewRequestedAt != nil, now)
 		if err != nil {
 			s.metrics.create(false)
-			delay := s.retry
+			delay, from := s.retry, now
 			if errors.Is(err, ErrProviderMaybeCreated) {
-				// Once the provider has surely finished the create, the
-				// next attempt finds what it made.
-				delay = min(delay, s.createIn)
+				// Once the provider has surely finished the create (as
+				// long again as we waited for it), the next attempt finds
+				// what it made.
+				delay, from = min(delay, s.createIn), s.now()
 			}
-			at := s.failure(lf.Channel.ProviderTenantID, err, now, delay)
+			at := s.failure(lf.Channel.ProviderTenantID, err, from, delay)
 			out = failedOutcome(f, err)
 			s.log.WarnContext(ctx, "provider subscription not created", "folderID", f.ID, "error", errorText(err))
 			return FolderUpdate{RetryAt: &at}, nil
