@@ -57,10 +57,13 @@ const maxMailboxTargets = 20
 
 // TargetsByMailbox returns the folders with the provider folder id
 // externalFolderID (exact, case-sensitive) of the live channels whose
-// mailbox is mailbox (without case): one per customer that registered it.
+// mailbox is mailbox (without case), by address or by the provider user id
+// resolved for their current address (the subscriptions' resources name
+// that id): one per customer that registered it.
 func (s *Store) TargetsByMailbox(ctx context.Context, mailbox, externalFolderID string) ([]mail.Target, error) {
 	return postgres.Collect(ctx, s.db, "folder", targetSQL(`external_folder_id = $2 AND channel_id IN
-		(SELECT channel_id FROM channels WHERE email_address = lower($1) AND NOT is_deleted)`)+`
+		(SELECT channel_id FROM channels WHERE NOT is_deleted AND (email_address = lower($1)
+			OR (lower(provider_user_id) = lower($1) AND provider_user_address = email_address)))`)+`
 		ORDER BY f.folder_id LIMIT $3`, scanTarget, mailbox, externalFolderID, maxMailboxTargets)
 }
 

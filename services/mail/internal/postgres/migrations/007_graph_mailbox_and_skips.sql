@@ -18,3 +18,6 @@ ALTER TABLE channels
     ADD COLUMN provider_user_address        text CHECK (provider_user_address IS NULL OR length(provider_user_address) <= 320),
     ADD COLUMN provider_user_id             text CHECK (provider_user_id IS NULL OR length(provider_user_id) BETWEEN 1 AND 200),
     ADD COLUMN provider_user_principal_name text CHECK (provider_user_principal_name IS NULL OR length(provider_user_principal_name) <= 320);
+
+-- Notifications and lifecycle events may name the mailbox by that id.
+CREATE INDEX channels_provider_user_idx ON channels (lower(provider_user_id)) WHERE provider_user_id IS NOT NULL;
