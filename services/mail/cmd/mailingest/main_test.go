@@ -23,7 +23,7 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "mailingest", run, "mail",
-		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channels", "mailbox_users", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{}, // no PUBLIC_BASE_URL
 		map[string]string{"PUBLIC_BASE_URL": "support.example"},                                               // not absolute
 		map[string]string{"PUBLIC_BASE_URL": "http://support.example"},                                        // not HTTPS

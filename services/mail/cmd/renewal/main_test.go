@@ -179,7 +179,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "renewal", run, "mail",
-		[]string{"channel_folders", "channels", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channels", "mailbox_users", "outbox", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{}, // no PUBLIC_BASE_URL
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "RENEWAL_WINDOW": "100h"})
 }

@@ -262,3 +262,34 @@ func TestMailboxAddressResolvedToTheUserID(t *testing.T) {
 		t.Fatalf("stored user after the address changed %+v %v", u, err)
 	}
 }
+
+// Concurrent toggles of one channel: the mailbox's user is resolved and
+// stored under a folder's lock, which must not wait for the channel row a
+// toggle holds while it waits for that folder.
+func TestConcurrentTogglesResolvingTheMailbox(t *testing.T) {
+	e := newEnv(t)
+	c, fs := e.channel(t, customerA, m365(false), "inbox", "f2")
+	e.prov.latency = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a request's budget
+	defer cancel()
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := e.svc.Subscribe(ctx, customerA, c.ID)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the toggles waited for each other until the deadline")
+	}
+	for _, f := range fs {
+		if e.row(t, f.ID).SubscriptionID == "" {
+			t.Errorf("folder %s has no subscription", f.ExternalFolderID)
+		}
+	}
+}

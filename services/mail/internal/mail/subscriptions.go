@@ -144,11 +144,21 @@ type LockedFolder struct {
 	// RenewRequestedAt is when the folder is next due whatever its expiry
 	// (a lifecycle event, or the next attempt after a failure).
 	RenewRequestedAt *time.Time
+	// MailboxUser is the provider user resolved for the channel's current
+	// address (zero when none is).
+	MailboxUser MailboxUser
+	// Stored reports which of ids a folder (of any customer) has stored as
+	// its subscription, in the lock's transaction: the lock holder needs no
+	// second connection while others wait for its lock.
+	Stored func(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 // FolderUpdate is what to write to a locked folder before its lock is
-// released. Retire runs first, then Clear, then Save, then RetryAt.
+// released. SaveUser and Retire run first, then Clear, then Save, then
+// RetryAt.
 type FolderUpdate struct {
+	// SaveUser stores the provider user resolved for the channel's address.
+	SaveUser *MailboxUser
 	// Retire moves the folder's subscription to the retired ones.
 	Retire bool
 	// Clear forgets the folder's subscription id, expiry and client state.
@@ -223,13 +233,6 @@ type SubscriptionStore interface {
 	ClaimRetired(ctx context.Context, customerID int64, now time.Time, skip ClaimSkip, fn func(ctx context.Context, r RetiredSubscription) RetiredResult) (bool, error)
 	// CountExpiring counts the subscriptions that expire before now+window.
 	CountExpiring(ctx context.Context, now time.Time, window time.Duration) (int, error)
-	// StoredSubscriptions returns which of ids a folder (of any customer)
-	// has stored as its subscription.
-	StoredSubscriptions(ctx context.Context, ids []string) (map[string]bool, error)
-	// MailboxUser returns the user stored for the customer's channel (zero
-	// when none); SaveMailboxUser stores one.
-	MailboxUser(ctx context.Context, customerID, channelID int64) (MailboxUser, error)
-	SaveMailboxUser(ctx context.Context, customerID, channelID int64, u MailboxUser) error
 }
 
 // SubscriptionOptions configure a SubscriptionService.
@@ -402,15 +405,19 @@ func errThrottled(until time.Time) error {
 // folder's orphans are deleted at once, and again before its next create
 // (inDoubt: the folder is due after a failure), when a create the provider
 // finished late has surely ended.
-func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, inDoubt bool, now time.Time) (ProviderSubscription, error) {
+//
+// It returns the mailbox user it resolved, to be stored (nil when the
+// stored one was used), whatever the create's outcome.
+func (s *SubscriptionService) create(ctx context.Context, lf LockedFolder, inDoubt bool, now time.Time) (ProviderSubscription, *MailboxUser, error) {
+	t, clientState := lf.Target, lf.ClientState
 	tenant := t.Channel.ProviderTenantID
-	user, err := s.mailboxUser(ctx, t.Channel)
+	user, resolved, err := s.mailboxUser(ctx, lf)
 	if err != nil {
-		return ProviderSubscription{}, err
+		return ProviderSubscription{}, nil, err
 	}
 	if inDoubt {
-		if err := s.removeOrphans(ctx, t, user, clientState); err != nil {
-			return ProviderSubscription{}, fmt.Errorf("removing the folder's orphaned subscriptions: %w", err)
+		if err := s.removeOrphans(ctx, lf, user); err != nil {
+			return ProviderSubscription{}, resolved, fmt.Errorf("removing the folder's orphaned subscriptions: %w", err)
 		}
 	}
 	req := NewProviderSubscription{Mailbox: user, FolderID: t.Folder.ExternalFolderID,
@@ -420,11 +427,11 @@ func (s *SubscriptionService) create(ctx context.Context, t Target, clientState 
 	if errors.Is(err, ErrProviderMaybeCreated) && s.fits(ctx, s.cleanup) {
 		cctx, cancel := context.WithTimeout(ctx, s.cleanup)
 		defer cancel()
-		if cerr := s.removeOrphans(cctx, t, user, clientState); cerr != nil {
+		if cerr := s.removeOrphans(cctx, lf, user); cerr != nil {
 			s.log.WarnContext(ctx, "orphaned subscriptions not removed; retried before the next create", "folderID", t.Folder.ID, "error", errorText(cerr))
 		}
 	}
-	return sub, err
+	return sub, resolved, err
 }
 
 // removeOrphans deletes the provider subscriptions of the folder's resource
@@ -432,7 +439,8 @@ func (s *SubscriptionService) create(ctx context.Context, t Target, clientState 
 // and that no other folder has stored (never another folder's, whoever's
 // it is); when the provider reports client states, only those with the
 // folder's.
-func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, user, clientState string) error {
+func (s *SubscriptionService) removeOrphans(ctx context.Context, lf LockedFolder, user string) error {
+	t, clientState := lf.Target, lf.ClientState
 	tenant := t.Channel.ProviderTenantID
 	list, err := s.provider.List(ctx, tenant)
 	if err != nil {
@@ -453,7 +461,7 @@ func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, user,
 	if len(candidates) == 0 {
 		return nil
 	}
-	stored, err := s.store.StoredSubscriptions(ctx, candidates)
+	stored, err := lf.Stored(ctx, candidates)
 	if err != nil {
 		return err
 	}
@@ -470,32 +478,26 @@ func (s *SubscriptionService) removeOrphans(ctx context.Context, t Target, user,
 	return nil
 }
 
-// mailboxUser returns the provider's id of the channel's mailbox: the one
-// stored when it was resolved for the channel's current address, else
-// resolved now (GET /users/{address}, then by proxy address) and stored.
+// mailboxUser returns the provider's id of the locked folder's mailbox:
+// the one stored for the channel's current address, else resolved now
+// (GET /users/{address}, then by proxy address), returned to be stored.
 // Graph's paths and subscription resources take only a user's id or
 // userPrincipalName; an alias fails there with 404 ErrorInvalidUser.
-func (s *SubscriptionService) mailboxUser(ctx context.Context, c Channel) (string, error) {
-	u, err := s.store.MailboxUser(ctx, c.CustomerID, c.ID)
-	if err != nil {
-		return "", err
+func (s *SubscriptionService) mailboxUser(ctx context.Context, lf LockedFolder) (string, *MailboxUser, error) {
+	c := lf.Channel
+	if u := lf.MailboxUser; u.ID != "" && u.Address == c.EmailAddress {
+		return u.ID, nil, nil
 	}
-	if u.ID != "" && u.Address == c.EmailAddress {
-		return u.ID, nil
-	}
-	u, err = s.provider.ResolveMailbox(ctx, c.ProviderTenantID, c.EmailAddress)
+	u, err := s.provider.ResolveMailbox(ctx, c.ProviderTenantID, c.EmailAddress)
 	if errors.Is(err, ErrProviderNotFound) {
-		return "", fmt.Errorf("no user of tenant %s has the mailbox address %s: %w", c.ProviderTenantID, c.EmailAddress, err)
+		return "", nil, fmt.Errorf("no user of tenant %s has the mailbox address %s: %w", c.ProviderTenantID, c.EmailAddress, err)
 	}
 	if err != nil {
-		return "", fmt.Errorf("resolving the mailbox address %s: %w", c.EmailAddress, err)
+		return "", nil, fmt.Errorf("resolving the mailbox address %s: %w", c.EmailAddress, err)
 	}
 	u.Address = c.EmailAddress
-	if err := s.store.SaveMailboxUser(ctx, c.CustomerID, c.ID, u); err != nil {
-		return "", err
-	}
 	s.log.InfoContext(ctx, "mailbox address resolved", "channelID", c.ID, "userID", u.ID)
-	return u.ID, nil
+	return u.ID, &u, nil
 }
 
 // fits reports whether ctx leaves at least d (a margin for the answer
@@ -558,7 +560,7 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 			out = failedOutcome(f, errThrottled(until))
 			return FolderUpdate{RetryAt: &until}, nil
 		}
-		sub, err := s.create(ctx, lf.Target, lf.ClientState, lf.RenewRequestedAt != nil, now)
+		sub, user, err := s.create(ctx, lf, lf.RenewRequestedAt != nil, now)
 		if err != nil {
 			s.metrics.create(false)
 			delay, from := s.retry, now
@@ -571,12 +573,12 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 			at := s.failure(lf.Channel.ProviderTenantID, err, from, delay)
 			out = failedOutcome(f, err)
 			s.log.WarnContext(ctx, "provider subscription not created", "folderID", f.ID, "error", errorText(err))
-			return FolderUpdate{RetryAt: &at}, nil
+			return FolderUpdate{SaveUser: user, RetryAt: &at}, nil
 		}
 		s.metrics.create(true)
 		f.SubscriptionID, f.SubscriptionExpiration = sub.ID, ptr(sub.Expiration.UTC())
 		out = activeOutcome(f, OutcomeSubscribed)
-		return FolderUpdate{Save: &sub, CatchUpAt: &now}, nil
+		return FolderUpdate{SaveUser: user, Save: &sub, CatchUpAt: &now}, nil
 	})
 	if err != nil {
 		return FolderOutcome{}, err

@@ -29,7 +29,8 @@ func importTargetSQL(where string) string {
 		f.external_folder_id, ` + subscribable + `,
 		CASE WHEN f.delta_link_source = ` + importSource + ` THEN coalesce(f.delta_link, '') ELSE '' END,
 		f.import_requests, ` + importSource + `,
-		CASE WHEN c.provider_user_address = c.email_address THEN coalesce(c.provider_user_id, '') ELSE '' END
+		coalesce((SELECT u.user_id FROM mailbox_users u WHERE u.customer_id = c.customer_id AND u.channel_id = c.channel_id
+			AND u.address = c.email_address), '')
 		FROM channel_folders f JOIN channels c ON c.customer_id = f.customer_id AND c.channel_id = f.channel_id
 		WHERE ` + where
 }

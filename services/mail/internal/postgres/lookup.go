@@ -62,8 +62,9 @@ const maxMailboxTargets = 20
 // that id): one per customer that registered it.
 func (s *Store) TargetsByMailbox(ctx context.Context, mailbox, externalFolderID string) ([]mail.Target, error) {
 	return postgres.Collect(ctx, s.db, "folder", targetSQL(`external_folder_id = $2 AND channel_id IN
-		(SELECT channel_id FROM channels WHERE NOT is_deleted AND (email_address = lower($1)
-			OR (lower(provider_user_id) = lower($1) AND provider_user_address = email_address)))`)+`
+		(SELECT c.channel_id FROM channels c WHERE NOT c.is_deleted AND (c.email_address = lower($1)
+			OR EXISTS (SELECT 1 FROM mailbox_users u WHERE lower(u.user_id) = lower($1) AND u.customer_id = c.customer_id
+				AND u.channel_id = c.channel_id AND u.address = c.email_address)))`)+`
 		ORDER BY f.folder_id LIMIT $3`, scanTarget, mailbox, externalFolderID, maxMailboxTargets)
 }
 

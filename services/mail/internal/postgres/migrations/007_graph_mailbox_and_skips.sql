@@ -13,11 +13,20 @@ ALTER TABLE channel_folders
 -- userPrincipalName (an alias fails with 404 ErrorInvalidUser), so the
 -- address is resolved once and the id used everywhere. Kept with the
 -- address it was resolved for: a channel given another address is
--- resolved again.
-ALTER TABLE channels
-    ADD COLUMN provider_user_address        text CHECK (provider_user_address IS NULL OR length(provider_user_address) <= 320),
-    ADD COLUMN provider_user_id             text CHECK (provider_user_id IS NULL OR length(provider_user_id) BETWEEN 1 AND 200),
-    ADD COLUMN provider_user_principal_name text CHECK (provider_user_principal_name IS NULL OR length(provider_user_principal_name) <= 320);
+-- resolved again. A table of its own, without a foreign key, because it is
+-- written while a folder's row is locked: a write to channels (or a foreign
+-- key's lock on it) would wait for a toggle that holds the channel's row
+-- and waits for that folder, a cycle across two connections that
+-- PostgreSQL cannot see.
+CREATE TABLE mailbox_users (
+    customer_id         bigint      NOT NULL,
+    channel_id          bigint      NOT NULL,
+    address             text        NOT NULL CHECK (length(address) BETWEEN 1 AND 320),
+    user_id             text        NOT NULL CHECK (length(user_id) BETWEEN 1 AND 200),
+    user_principal_name text        NOT NULL DEFAULT '' CHECK (length(user_principal_name) <= 320),
+    resolved_at         timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (customer_id, channel_id)
+);
 
 -- Notifications and lifecycle events may name the mailbox by that id.
-CREATE INDEX channels_provider_user_idx ON channels (lower(provider_user_id)) WHERE provider_user_id IS NOT NULL;
+CREATE INDEX mailbox_users_user_idx ON mailbox_users (lower(user_id));
