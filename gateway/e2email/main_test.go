@@ -27,8 +27,10 @@ var (
 func TestMain(m *testing.M) {
 	s := e2e.Suite{Name: "e2email", Services: []string{"auth", "mailingest", "renewal"},
 		Graph: []string{"mailingest", "renewal"},
-		// A round every second, so tests see the job's effects quickly.
-		Env: map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s"}}}
+		// A round every second, so tests see the job's effects quickly; a
+		// subscription create gives up after 5 s (TestTimedOutCreateLeavesNoOrphan).
+		Env: map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s", "GRAPH_SUBSCRIPTION_CREATE_TIMEOUT=5s"},
+			"mailingest": {"GRAPH_SUBSCRIPTION_CREATE_TIMEOUT=5s"}}}
 	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
 		stk, api = r.Stack, r.Contract
 		repoRoot, binDir, graph, backends = r.Build.RepoRoot, r.Build.BinDir, r.Graph, r.Backends

@@ -50,7 +50,8 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 	if !ok {
 		t.Fatalf("Graph has no subscription %s", id)
 	}
-	if s.Resource != "/users/"+*ch.EmailAddress+"/mailFolders('inbox')/messages" || s.ChangeType != "created" ||
+	// The resource names the mailbox by its user's id (an alias would fail at Graph).
+	if s.Resource != "/users/"+graph.UserID(providerTenant, *ch.EmailAddress)+"/mailFolders('inbox')/messages" || s.ChangeType != "created" ||
 		s.NotificationURL != stk.HTTPSURL+"/api/providerwebhook" || s.LifecycleNotificationURL != s.NotificationURL ||
 		s.ClientState == "" || s.TenantID != *ch.ProviderTenantID {
 		t.Fatalf("Graph subscription %+v", s)

@@ -73,6 +73,11 @@ func (s *Server) handleDelta(w http.ResponseWriter, r *http.Request, _ accessTok
 			st.fresh, st.upto = false, s.mail.seq
 		}
 	} else {
+		if _, e := parseSelect(messageType, q.Get("$select")); e != nil {
+			s.mu.Unlock()
+			e.write(w)
+			return
+		}
 		since, e := parseDeltaFilter(q.Get("$filter"))
 		if e != nil {
 			s.mu.Unlock()
@@ -125,7 +130,8 @@ func (s *Server) handleDelta(w http.ResponseWriter, r *http.Request, _ accessTok
 				"@removed": map[string]string{"reason": "deleted"}})
 			continue
 		}
-		value = append(value, selectFields(c.m.json(false), st.selected))
+		keep, _ := parseSelect(messageType, st.selected) // checked when the round began
+		value = append(value, selectFields(c.m.json(false), keep))
 	}
 	s.mu.Unlock()
 	out["value"] = value

@@ -157,6 +157,7 @@ type mailbox struct {
 // mailState is the fake's mail side, guarded by Server.mu.
 type mailState struct {
 	boxes      map[string]*mailbox // by lower-cased address
+	aliases    map[string]string   // lower-cased alias -> its user's lower-cased UPN
 	seq        int64
 	tokens     map[string]deltaState
 	sent       []SentMail
@@ -168,7 +169,7 @@ func newMailState(duplicates int) mailState {
 	if duplicates <= 0 {
 		duplicates = DefaultNotificationDuplicates
 	}
-	return mailState{boxes: map[string]*mailbox{}, tokens: map[string]deltaState{}, duplicates: duplicates}
+	return mailState{boxes: map[string]*mailbox{}, aliases: map[string]string{}, tokens: map[string]deltaState{}, duplicates: duplicates}
 }
 
 func folderKey(folder string) string {
@@ -187,9 +188,13 @@ func folderKey(folder string) string {
 	return folder
 }
 
-// boxLocked returns the mailbox of address, creating it: every address is a mailbox here.
+// boxLocked returns the mailbox of address, creating it: every address is a mailbox here, and
+// an alias (AddAlias) is its user's.
 func (s *Server) boxLocked(address string) *mailbox {
 	key := strings.ToLower(strings.TrimSpace(address))
+	if upn, ok := s.mail.aliases[key]; ok {
+		key, address = upn, upn
+	}
 	mb, ok := s.mail.boxes[key]
 	if !ok {
 		mb = &mailbox{address: strings.TrimSpace(address), messages: map[string]*mailMessage{}}
@@ -198,22 +203,56 @@ func (s *Server) boxLocked(address string) *mailbox {
 	return mb
 }
 
-// resolveMailboxLocked turns a path's user (an address, or the user GUID the fake assigned in
-// the caller's tenant) into a mailbox; ok is false for an unknown GUID.
+// resolveMailboxLocked turns a path's user (the user's id, the GUID the fake assigned in the
+// caller's tenant, or its userPrincipalName) into a mailbox; ok is false for an unknown GUID and,
+// as Graph refuses them in paths, for an alias.
 func (s *Server) resolveMailboxLocked(tenant, user string) (*mailbox, bool) {
-	if !s.mailboxInTenant(tenant, user) { // identity.go: another tenant's mailbox is not in this directory
+	upn, ok := s.upnLocked(tenant, user)
+	if !ok || !s.mailboxInTenant(tenant, upn) { // identity.go: another tenant's mailbox is not in this directory
 		return nil, false
 	}
+	return s.boxLocked(upn), true
+}
+
+// upnLocked returns the userPrincipalName (lower-case) of a path's user: its id in tenant or its
+// UPN; ok is false for an unknown id, an alias or nothing.
+func (s *Server) upnLocked(tenant, user string) (string, bool) {
 	prefix := strings.ToLower(tenant) + "\x00"
 	for key, id := range s.users {
 		if strings.EqualFold(id, user) && strings.HasPrefix(key, prefix) {
-			return s.boxLocked(strings.TrimPrefix(key, prefix)), true
+			return strings.TrimPrefix(key, prefix), true
 		}
 	}
-	if looksLikeGUID(user) || strings.TrimSpace(user) == "" {
-		return nil, false
+	key := strings.ToLower(strings.TrimSpace(user))
+	if _, alias := s.mail.aliases[key]; alias || looksLikeGUID(user) || key == "" {
+		return "", false
 	}
-	return s.boxLocked(user), true
+	return key, true
+}
+
+// AddAlias gives the user upn another address (a proxyAddresses entry, such as a primary SMTP
+// address other than the UPN or a secondary one). Mail to alias lands in upn's mailbox; Graph's
+// paths refuse the alias (404 ErrorInvalidUser) and GET /users/{alias} is 404: find the user with
+// $filter=proxyAddresses/any(x:x eq 'smtp:{alias}').
+func (s *Server) AddAlias(upn, alias string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	upn, alias = strings.ToLower(strings.TrimSpace(upn)), strings.ToLower(strings.TrimSpace(alias))
+	if upn != alias {
+		s.mail.aliases[alias] = upn
+	}
+}
+
+// aliasesLocked returns upn's aliases, sorted.
+func (s *Server) aliasesLocked(upn string) []string {
+	var out []string
+	for a, u := range s.mail.aliases {
+		if u == upn {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func looksLikeGUID(v string) bool {
@@ -431,7 +470,7 @@ func (s *Server) mailAPI(h func(http.ResponseWriter, *http.Request, accessToken,
 		mb, ok := s.resolveMailboxLocked(tok.tenant, r.PathValue("mb"))
 		if !ok {
 			s.mu.Unlock()
-			writeError(w, http.StatusNotFound, "ErrorInvalidUser", "The requested user '"+r.PathValue("mb")+"' is invalid.")
+			invalidUser(r.PathValue("mb")).write(w)
 			return
 		}
 		mb.stats.Calls++
@@ -505,4 +544,83 @@ func htmlToText(s string) string {
 		lines[i] = strings.TrimRight(l, " \t")
 	}
 	return strings.TrimSpace(manyNewlines.ReplaceAllString(strings.Join(lines, "\n"), "\n\n"))
+}
+
+// userType is Graph's user, as far as the fake serves it.
+var userType = &entityType{name: "microsoft.graph.user",
+	props: []string{"id", "userPrincipalName", "mail", "displayName", "proxyAddresses", "accountEnabled", "givenName", "surname",
+		"otherMails", "userType"}}
+
+// userJSON is the user resource of upn in tenant, with $select's properties (keep nil: Graph's
+// default set, without proxyAddresses).
+func (s *Server) userJSONLocked(tenant, upn string, keep map[string]bool) map[string]any {
+	proxies := []string{"SMTP:" + upn}
+	for _, a := range s.aliasesLocked(upn) {
+		proxies = append(proxies, "smtp:"+a)
+	}
+	u := map[string]any{"id": s.userIDLocked(tenant, upn), "userPrincipalName": upn, "mail": upn,
+		"displayName": strings.Split(upn, "@")[0], "proxyAddresses": proxies}
+	return selectFields(u, keep)
+}
+
+func directoryNotFound(what string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "Request_ResourceNotFound",
+		message: "Resource '" + what + "' does not exist or one of its queried reference-property objects are not present."}
+}
+
+// handleUser serves GET /users/{id | userPrincipalName}, which takes nothing else: an alias or
+// another proxy address is 404 Request_ResourceNotFound.
+func (s *Server) handleUser(w http.ResponseWriter, r *http.Request, tok accessToken) {
+	keep, e := parseSelect(userType, r.URL.Query().Get("$select"))
+	if e != nil {
+		e.write(w)
+		return
+	}
+	s.mu.Lock()
+	upn, ok := s.upnLocked(tok.tenant, r.PathValue("user"))
+	var out map[string]any
+	if ok {
+		out = s.userJSONLocked(tok.tenant, upn, keep)
+	}
+	s.mu.Unlock()
+	if !ok {
+		directoryNotFound(r.PathValue("user")).write(w)
+		return
+	}
+	out["@odata.context"] = contextURL(r, "users/$entity")
+	writeJSON(w, http.StatusOK, out)
+}
+
+// proxyFilter matches the one $filter of GET /users the fake serves: a user by any of its
+// addresses, proxyAddresses/any(x:x eq 'smtp:a@b.example').
+var proxyFilter = regexp.MustCompile(`(?i)^\s*proxyAddresses/any\((\w+):\s*(\w+)\s+eq\s+'((?:[^']|'')*)'\s*\)\s*$`)
+
+// handleUsers serves GET /users?$filter=proxyAddresses/any(x:x eq 'smtp:{address}'): the users
+// with that address among their proxy addresses (prefix and address compared without case).
+func (s *Server) handleUsers(w http.ResponseWriter, r *http.Request, tok accessToken) {
+	keep, e := parseSelect(userType, r.URL.Query().Get("$select"))
+	if e != nil {
+		e.write(w)
+		return
+	}
+	m := proxyFilter.FindStringSubmatch(r.URL.Query().Get("$filter"))
+	if m == nil || m[1] != m[2] {
+		badRequest("Unsupported $filter: this fake serves proxyAddresses/any(x:x eq 'smtp:{address}') only.").write(w)
+		return
+	}
+	prefix, address, ok := strings.Cut(strings.ReplaceAll(m[3], "''", "'"), ":")
+	users := []map[string]any{}
+	s.mu.Lock()
+	if ok && strings.EqualFold(prefix, "smtp") {
+		address = strings.ToLower(strings.TrimSpace(address))
+		upn, isAlias := s.mail.aliases[address]
+		if !isAlias {
+			upn = address
+		}
+		if _, known := s.mail.boxes[upn]; known || isAlias {
+			users = append(users, s.userJSONLocked(tok.tenant, upn, keep))
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"@odata.context": contextURL(r, "users"), "value": users})
 }

@@ -251,7 +251,13 @@ func TestMessageAndAttachments(t *testing.T) {
 		t.Errorf("$value: %d %s", r.status, r.body)
 	}
 
+	// contentId is a property of fileAttachment, not of attachment: Graph refuses it uncast.
 	r = e.get("/users/"+agent+"/messages/"+id+"/attachments?$select=id,name,contentType,size,isInline,contentId", tok, "")
+	if r.status != http.StatusBadRequest || r.errorCode() != "BadRequest" ||
+		!strings.Contains(string(r.body), "Could not find a property named 'contentId' on type 'microsoft.graph.attachment'.") {
+		t.Errorf("$select of a derived type's property: %d %s", r.status, r.body)
+	}
+	r = e.get("/users/"+agent+"/messages/"+id+"/attachments?$select=id,name,contentType,size,isInline,microsoft.graph.fileAttachment/contentId", tok, "")
 	var list struct {
 		Value []map[string]any `json:"value"`
 	}
@@ -440,5 +446,105 @@ func TestControlMailAndSent(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != http.StatusBadRequest {
 		t.Errorf("mail without mailbox: %d", resp2.StatusCode)
+	}
+}
+
+// $select names only properties of the addressed type (or, cast, of a type derived from it), as
+// Graph's OData parser checks them; the messages and delta reads refuse the rest with 400.
+func TestSelectRefusesPropertiesTheTypeLacks(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(tenantA)
+	id := e.addMail(DeliverMail{Subject: "Hi", Attachments: []MailAttachment{{Name: "a.txt", Content: []byte("a")}}})
+	cases := []struct {
+		name, path, message string
+	}{
+		{"attachment contentId", "/messages/" + id + "/attachments?$select=id,contentId",
+			"Could not find a property named 'contentId' on type 'microsoft.graph.attachment'."},
+		{"attachment contentBytes", "/messages/" + id + "/attachments?$select=contentBytes",
+			"Could not find a property named 'contentBytes' on type 'microsoft.graph.attachment'."},
+		{"cast to a type that is not derived", "/messages/" + id + "/attachments?$select=microsoft.graph.message/subject",
+			"The type 'microsoft.graph.message' is not derived from 'microsoft.graph.attachment'."},
+		{"cast property missing", "/messages/" + id + "/attachments?$select=microsoft.graph.itemAttachment/contentId",
+			"Could not find a property named 'contentId' on type 'microsoft.graph.itemAttachment'."},
+		{"message", "/messages/" + id + "?$select=id,subject,contentId",
+			"Could not find a property named 'contentId' on type 'microsoft.graph.message'."},
+		{"delta", "/mailFolders/inbox/messages/delta?$select=id,isInline",
+			"Could not find a property named 'isInline' on type 'microsoft.graph.message'."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.get("/users/"+agent+c.path, tok, "")
+			var body struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if r.status != http.StatusBadRequest || json.Unmarshal(r.body, &body) != nil ||
+				body.Error.Code != "BadRequest" || body.Error.Message != c.message {
+				t.Errorf("%d %s", r.status, r.body)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"/messages/" + id + "/attachments?$select=id,name,microsoft.graph.fileAttachment/contentId,microsoft.graph.fileAttachment/name",
+		"/messages/" + id + "?$select=ID,Subject,internetMessageHeaders",
+		"/mailFolders/inbox/messages/delta?$select=id,receivedDateTime,from,subject,isDraft",
+	} {
+		if r := e.get("/users/"+agent+ok, tok, ""); r.status != http.StatusOK {
+			t.Errorf("%s: %d %s", ok, r.status, r.body)
+		}
+	}
+}
+
+// Graph's paths take a user's id or userPrincipalName; an alias is 404 ErrorInvalidUser there and
+// 404 Request_ResourceNotFound at GET /users/{alias}, and found with proxyAddresses/any(...).
+func TestAliasesAndUserLookup(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(tenantA)
+	e.fake.AddAlias(agent, "Support@Contoso.example")
+	id := e.addMail(DeliverMail{Mailbox: "support@contoso.example", Subject: "to the alias"})
+	if got := e.fake.Mail(agent, "inbox"); len(got) != 1 || got[0] != id {
+		t.Fatalf("mail to the alias is not in the user's mailbox: %v", got)
+	}
+	if r := e.get("/users/support@contoso.example/messages/"+id, tok, ""); r.status != http.StatusNotFound || r.errorCode() != "ErrorInvalidUser" {
+		t.Errorf("alias in a mail path: %d %s", r.status, r.body)
+	}
+	for _, user := range []string{agent, strings.ToUpper(agent), e.fake.UserID(tenantA, agent)} {
+		if r := e.get("/users/"+user+"/messages/"+id, tok, ""); r.status != http.StatusOK {
+			t.Errorf("%s in a mail path: %d %s", user, r.status, r.body)
+		}
+	}
+	if r := e.call(http.MethodPost, "/subscriptions", tok, e.newSub("support@contoso.example", "inbox")); r.status != http.StatusNotFound ||
+		r.errorCode() != "ErrorInvalidUser" {
+		t.Errorf("alias in a subscription resource: %d %s", r.status, r.body)
+	}
+	sub := e.create(tok, e.newSub(e.fake.UserID(tenantA, agent), "inbox"))
+	if subs := e.fake.Subscriptions(); len(subs) != 1 || subs[0].ID != sub.ID || subs[0].UserID != e.fake.UserID(tenantA, agent) {
+		t.Errorf("subscription by user id: %+v", subs)
+	}
+
+	type user struct {
+		ID, UserPrincipalName, Mail string
+		ProxyAddresses              []string
+	}
+	r := e.get("/users/"+agent+"?$select=id,userPrincipalName,mail", tok, "")
+	var u user
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &u) != nil || u.ID != e.fake.UserID(tenantA, agent) || u.UserPrincipalName != agent {
+		t.Errorf("user by UPN: %d %s", r.status, r.body)
+	}
+	if r := e.get("/users/support@contoso.example", tok, ""); r.status != http.StatusNotFound || r.errorCode() != "Request_ResourceNotFound" {
+		t.Errorf("user by alias: %d %s", r.status, r.body)
+	}
+	if r := e.get("/users/"+agent+"?$select=id,contentId", tok, ""); r.status != http.StatusBadRequest {
+		t.Errorf("user $select of a property users lack: %d %s", r.status, r.body)
+	}
+	filter := url.QueryEscape("proxyAddresses/any(x:x eq 'SMTP:support@CONTOSO.example')")
+	r = e.get("/users?$filter="+filter+"&$select=id,userPrincipalName,proxyAddresses", tok, "")
+	var list struct{ Value []user }
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &list) != nil || len(list.Value) != 1 || list.Value[0].UserPrincipalName != agent ||
+		strings.Join(list.Value[0].ProxyAddresses, ",") != "SMTP:"+agent+",smtp:support@contoso.example" {
+		t.Errorf("user by proxy address: %d %s", r.status, r.body)
+	}
+	r = e.get("/users?$filter="+url.QueryEscape("proxyAddresses/any(x:x eq 'smtp:nobody@contoso.example')"), tok, "")
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &list) != nil || len(list.Value) != 0 {
+		t.Errorf("unknown proxy address: %d %s", r.status, r.body)
 	}
 }

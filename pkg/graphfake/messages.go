@@ -71,19 +71,85 @@ func (m *mailMessage) json(bodyText bool) map[string]any {
 	}
 }
 
-// selectFields keeps what $select names (case-insensitively), and the id and etag Graph always
-// returns; without $select, everything but internetMessageHeaders.
-func selectFields(full map[string]any, selected string) map[string]any {
+// entityType is the part of Graph's model the fake serves for $select: a type's own properties
+// and its derived types (whose properties are selected with a cast, as in
+// microsoft.graph.fileAttachment/contentId).
+type entityType struct {
+	name    string
+	props   []string
+	derived []*entityType
+}
+
+var (
+	fileAttachmentType      = &entityType{name: "microsoft.graph.fileAttachment", props: []string{"contentBytes", "contentId", "contentLocation"}}
+	itemAttachmentType      = &entityType{name: "microsoft.graph.itemAttachment", props: []string{"item"}}
+	referenceAttachmentType = &entityType{name: "microsoft.graph.referenceAttachment"}
+	attachmentType          = &entityType{name: "microsoft.graph.attachment",
+		props:   []string{"id", "name", "contentType", "size", "isInline", "lastModifiedDateTime"},
+		derived: []*entityType{fileAttachmentType, itemAttachmentType, referenceAttachmentType}}
+	eventMessageType = &entityType{name: "microsoft.graph.eventMessage",
+		props: []string{"meetingMessageType", "startDateTime", "endDateTime", "location", "type", "recurrence", "isOutOfDate", "isAllDay", "isDelegated", "event"}}
+	messageType = &entityType{name: "microsoft.graph.message",
+		props: []string{"id", "bccRecipients", "body", "bodyPreview", "categories", "ccRecipients", "changeKey", "conversationId",
+			"conversationIndex", "createdDateTime", "flag", "from", "hasAttachments", "importance", "inferenceClassification",
+			"internetMessageHeaders", "internetMessageId", "isDeliveryReceiptRequested", "isDraft", "isRead",
+			"isReadReceiptRequested", "lastModifiedDateTime", "parentFolderId", "receivedDateTime", "replyTo", "sender",
+			"sentDateTime", "subject", "toRecipients", "uniqueBody", "webLink", "attachments", "extensions",
+			"multiValueExtendedProperties", "singleValueExtendedProperties"},
+		derived: []*entityType{eventMessageType}}
+)
+
+func (t *entityType) has(prop string) bool {
+	for _, p := range t.props {
+		if strings.EqualFold(p, prop) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSelect checks a $select against the addressed type as Graph does: a plain name must be a
+// property of the type itself (contentId is on fileAttachment, not on attachment: 400), a name
+// cast to a derived type ("microsoft.graph.fileAttachment/contentId") one of that type's. It
+// returns the selected names, lower-cased without their cast.
+func parseSelect(t *entityType, selected string) (map[string]bool, *apiError) {
 	if strings.TrimSpace(selected) == "" {
+		return nil, nil
+	}
+	keep := map[string]bool{}
+	for _, f := range strings.Split(selected, ",") {
+		f = strings.TrimSpace(f)
+		on, prop := t, f
+		if cast, p, ok := strings.Cut(f, "/"); ok {
+			on, prop = nil, p
+			for _, d := range t.derived {
+				if strings.EqualFold(d.name, cast) {
+					on = d
+				}
+			}
+			if on == nil {
+				return nil, &apiError{status: http.StatusBadRequest, code: "BadRequest",
+					message: "The type '" + cast + "' is not derived from '" + t.name + "'."}
+			}
+		}
+		if prop == "" || (!on.has(prop) && (on == t || !t.has(prop))) {
+			return nil, &apiError{status: http.StatusBadRequest, code: "BadRequest",
+				message: "Could not find a property named '" + prop + "' on type '" + on.name + "'."}
+		}
+		keep[strings.ToLower(prop)] = true
+	}
+	return keep, nil
+}
+
+// selectFields keeps what parseSelect returned, and the id and etag Graph always returns; without
+// $select (keep nil), everything but internetMessageHeaders.
+func selectFields(full map[string]any, keep map[string]bool) map[string]any {
+	if keep == nil {
 		delete(full, "internetMessageHeaders")
 		return full
 	}
-	keep := map[string]bool{"id": true, "@odata.etag": true, "@odata.type": true}
-	for _, f := range strings.Split(selected, ",") {
-		keep[strings.ToLower(strings.TrimSpace(f))] = true
-	}
 	for k := range full {
-		if !keep[strings.ToLower(k)] {
+		if !keep[strings.ToLower(k)] && k != "id" && k != "@odata.etag" && k != "@odata.type" {
 			delete(full, k)
 		}
 	}
@@ -109,12 +175,17 @@ func messageLocked(r *http.Request, mb *mailbox) *mailMessage {
 // handleMessage serves GET .../messages/{id} with $select and Prefer: outlook.body-content-type.
 func (s *Server) handleMessage(w http.ResponseWriter, r *http.Request, _ accessToken, mb *mailbox) {
 	text := strings.EqualFold(preferValues(r)["outlook.body-content-type"], "text")
+	keep, e := parseSelect(messageType, r.URL.Query().Get("$select"))
+	if e != nil {
+		e.write(w)
+		return
+	}
 	s.mu.Lock()
 	mb.stats.MessageCalls++
 	m := messageLocked(r, mb)
 	var out map[string]any
 	if m != nil {
-		out = selectFields(m.json(text), r.URL.Query().Get("$select"))
+		out = selectFields(m.json(text), keep)
 	}
 	s.mu.Unlock()
 	if m == nil {
@@ -239,6 +310,11 @@ func (s *Server) handleAttachments(w http.ResponseWriter, r *http.Request, _ acc
 		}
 		skip = n
 	}
+	keep, e := parseSelect(attachmentType, r.URL.Query().Get("$select"))
+	if e != nil {
+		e.write(w)
+		return
+	}
 	s.mu.Lock()
 	m := messageLocked(r, mb)
 	var atts []mailAttachment
@@ -261,7 +337,7 @@ func (s *Server) handleAttachments(w http.ResponseWriter, r *http.Request, _ acc
 	}
 	value := make([]map[string]any, 0, len(atts))
 	for _, a := range atts {
-		value = append(value, selectFields(a.json(), r.URL.Query().Get("$select")))
+		value = append(value, selectFields(a.json(), keep))
 	}
 	out["value"] = value
 	writeJSON(w, http.StatusOK, out)

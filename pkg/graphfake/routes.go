@@ -22,6 +22,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("PATCH /v1.0/subscriptions/{id}", s.api(s.handleRenew))
 	mux.HandleFunc("DELETE /v1.0/subscriptions/{id}", s.api(s.handleDelete))
 
+	mux.HandleFunc("GET /v1.0/users/{user}", s.api(s.handleUser))
+	mux.HandleFunc("GET /v1.0/users", s.api(s.handleUsers))
 	mux.HandleFunc("GET /v1.0/users/{mb}/mailFolders/{folder}/messages/delta", s.mailAPI(s.handleDelta))
 	mux.HandleFunc("GET /v1.0/users/{mb}/messages/{id}", s.mailAPI(s.handleMessage))
 	mux.HandleFunc("GET /v1.0/users/{mb}/mailFolders/{folder}/messages/{id}", s.mailAPI(s.handleMessage))
@@ -39,6 +41,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /_fake/throttle", s.handleFakeThrottle)
 	mux.HandleFunc("POST /_fake/fail", s.handleFakeFail)
 	mux.HandleFunc("POST /_fake/handshake", s.handleFakeHandshake)
+	mux.HandleFunc("POST /_fake/createdelay", s.handleFakeCreateDelay)
 	mux.HandleFunc("POST /_fake/mail", s.handleFakeMail)
 	mux.HandleFunc("GET /_fake/sent", s.handleFakeSent)
 	mux.HandleFunc("POST /_fake/deltaexpire", s.handleFakeDeltaExpire)

@@ -39,6 +39,9 @@ type Options struct {
 	NotificationDuplicates int
 	// AttachmentPageSize, when positive, pages attachment lists with @odata.nextLink.
 	AttachmentPageSize int
+	// AllowHTTPNotificationURL accepts http:// notification and lifecycle URLs, which Graph
+	// refuses (400): only for a test or dev stack that says so explicitly.
+	AllowHTTPNotificationURL bool
 	// Log receives the fake's diagnostics (failed handshakes, deliveries); nil discards them.
 	Log *slog.Logger
 	// RequireConsent makes the client_credentials grant refuse a tenant where no admin consented
@@ -99,11 +102,13 @@ type Server struct {
 	users          map[string]string // user GUID by tenant and lower-cased mailbox
 	faults         []fault
 	handshake      HandshakeMode
+	createDelay    time.Duration
 	notifyOnCreate int
 	mail           mailState // mailboxes, delta links, sent mail (mailbox.go)
 	id             *identity // the identity platform (identity.go)
 
 	attachmentPageSize int
+	allowHTTP          bool
 }
 
 type stored struct {
@@ -136,6 +141,7 @@ func New(o Options) *Server {
 		id:            newIdentity(o),
 
 		attachmentPageSize: o.AttachmentPageSize,
+		allowHTTP:          o.AllowHTTPNotificationURL,
 	}
 	if len(o.Tenants) > 0 {
 		s.tenants = map[string]bool{}
@@ -203,6 +209,15 @@ func (s *Server) SetHandshake(m HandshakeMode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handshake = m
+}
+
+// SetCreateDelay makes each following create take d more after its validation handshake, as
+// Graph's creates can take 20 s and more. The subscription is made whether or not the client
+// still waits: a client that gave up leaves an orphan behind, to be found by listing.
+func (s *Server) SetCreateDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.createDelay = d
 }
 
 // SetNotifyOnCreate makes each following create post n "created" notifications for the new
@@ -287,4 +302,15 @@ func (s *Server) pruneLocked() {
 			delete(s.subs, id)
 		}
 	}
+}
+
+// handleFakeCreateDelay serves POST /_fake/createdelay?d=30s (SetCreateDelay; d=0 ends it).
+func (s *Server) handleFakeCreateDelay(w http.ResponseWriter, r *http.Request) {
+	d, err := time.ParseDuration(r.URL.Query().Get("d"))
+	if err != nil || d < 0 || d > 10*time.Minute {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "d must be a duration from 0 to 10m"})
+		return
+	}
+	s.SetCreateDelay(d)
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -78,6 +78,12 @@ func badRequest(msg string) *apiError {
 
 func (e *apiError) write(w http.ResponseWriter) { writeError(w, e.status, e.code, e.message) }
 
+// invalidUser is Exchange's answer for a mailbox path whose user is neither an id nor a
+// userPrincipalName (an alias, or unknown).
+func invalidUser(user string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "ErrorInvalidUser", message: "The requested user '" + user + "' is invalid."}
+}
+
 func notFound() *apiError {
 	return &apiError{status: http.StatusNotFound, code: "ResourceNotFound", message: "The object was not found."}
 }
@@ -95,46 +101,49 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, tok access
 	}
 
 	s.mu.Lock()
-	conflict := s.conflictLocked(sub)
-	mode := s.handshake
+	mode, delay := s.handshake, s.createDelay
+	upn, known := s.upnLocked(tok.tenant, sub.Mailbox)
+	known = known && s.mailboxInTenant(tok.tenant, upn) // identity.go: not another tenant's mailbox
 	s.mu.Unlock()
-	if conflict {
-		conflictError().write(w)
+	if !known {
+		// The resource's user must be its id or userPrincipalName, in the
+		// token's tenant, as in every mail path.
+		invalidUser(sub.Mailbox).write(w)
 		return
 	}
 
+	// Graph goes on with a create whose caller gave up (a client timeout):
+	// the subscription is made all the same, an orphan the caller must find
+	// by listing. So nothing below depends on the request's context.
+	ctx := context.WithoutCancel(r.Context())
 	// The handshake runs without the lock: it waits on the receiver for up to ten seconds.
-	if e := s.handshakeAll(r.Context(), mode, sub); e != nil {
+	if e := s.handshakeAll(ctx, mode, sub); e != nil {
 		e.write(w)
 		return
 	}
-
-	s.mu.Lock()
-	if s.conflictLocked(sub) { // a concurrent create won while this one shook hands
-		s.mu.Unlock()
-		conflictError().write(w)
-		return
+	if delay > 0 {
+		time.Sleep(delay)
 	}
+
+	// Graph does not refuse a second subscription for the same resource and
+	// notification URL: each create gets its own id.
+	s.mu.Lock()
 	s.seq++
 	sub.ID = newGUID()
-	sub.UserID = s.userIDLocked(sub.TenantID, sub.Mailbox)
+	upn, _ = s.upnLocked(sub.TenantID, sub.Mailbox) // checked before the handshake
+	sub.UserID = s.userIDLocked(sub.TenantID, upn)
 	s.subs[sub.ID] = &stored{Subscription: sub, seq: s.seq, tls: tls}
 	st := *s.subs[sub.ID]
 	early := s.notifyOnCreate
 	s.mu.Unlock()
 
 	if early > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), handshakeTimeout)
+		ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 		status, err := s.NotifyBatch(ctx, repeatNew(sub.ID, early)...)
 		cancel()
 		s.log.Info("graphfake: notification before the create answered", "subscription", sub.ID, "status", status, "error", err)
 	}
 	writeJSON(w, http.StatusCreated, toJSON(st, contextURL(r, "subscriptions/$entity")))
-}
-
-func conflictError() *apiError {
-	return &apiError{status: http.StatusConflict, code: "Conflict",
-		message: "A subscription with the same resource, changeType and notificationUrl already exists for this application."}
 }
 
 // newSubscription checks a create body as Graph does and returns the subscription it asks for.
@@ -146,14 +155,11 @@ func (s *Server) newSubscription(in subscriptionBody, tok accessToken) (Subscrip
 	if !ok {
 		return Subscription{}, "", badRequest("Resource '" + in.Resource + "' is not supported: expected /users/{mailbox}/mailFolders('{id}')/messages.")
 	}
-	if !s.mailboxInTenant(tok.tenant, mailbox) { // identity.go
-		return Subscription{}, "", &apiError{status: http.StatusNotFound, code: "ResourceNotFound", message: "The object '" + mailbox + "' does not exist in the tenant."}
-	}
-	if err := checkNotificationURL(in.NotificationURL); err != "" {
+	if err := checkNotificationURL(in.NotificationURL, s.allowHTTP); err != "" {
 		return Subscription{}, "", badRequest("notificationUrl " + err)
 	}
 	if in.LifecycleNotificationURL != "" {
-		if err := checkNotificationURL(in.LifecycleNotificationURL); err != "" {
+		if err := checkNotificationURL(in.LifecycleNotificationURL, s.allowHTTP); err != "" {
 			return Subscription{}, "", badRequest("lifecycleNotificationUrl " + err)
 		}
 	}
@@ -189,13 +195,15 @@ func (s *Server) newSubscription(in subscriptionBody, tok accessToken) (Subscrip
 	}, tls, nil
 }
 
-func checkNotificationURL(raw string) string {
+// checkNotificationURL refuses what Graph refuses: a URL that is not absolute HTTPS (http only
+// with Options.AllowHTTPNotificationURL).
+func checkNotificationURL(raw string, allowHTTP bool) string {
 	if raw == "" {
 		return "is required."
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "'" + raw + "' must be an absolute https (or, for this fake, http) URL."
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(allowHTTP && u.Scheme == "http")) {
+		return "'" + raw + "' is invalid: the URL must be an absolute https URL."
 	}
 	return ""
 }
@@ -283,20 +291,6 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 		return s, false
 	}
 	return s[len(prefix):], true
-}
-
-// conflictLocked reports whether a live subscription already has sub's resource, change type and
-// notification URL for the same app in the same tenant.
-func (s *Server) conflictLocked(sub Subscription) bool {
-	s.pruneLocked()
-	for _, st := range s.subs {
-		if strings.EqualFold(st.TenantID, sub.TenantID) && st.ApplicationID == sub.ApplicationID &&
-			strings.EqualFold(st.Mailbox, sub.Mailbox) && st.FolderID == sub.FolderID &&
-			st.ChangeType == sub.ChangeType && st.NotificationURL == sub.NotificationURL {
-			return true
-		}
-	}
-	return false
 }
 
 // userIDLocked returns the GUID the fake's notifications name mailbox by, the same one every time.

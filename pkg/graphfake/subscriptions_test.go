@@ -1,6 +1,8 @@
 package graphfake
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -65,6 +67,10 @@ func TestCreateRefusesInvalidBodies(t *testing.T) {
 		{name: "unterminated folder id", change: func(_ *env, b map[string]any) { b["resource"] = "/users/a/mailFolders('inbox/messages" }, wantCode: "InvalidRequest"},
 		{name: "relative notification URL", change: func(_ *env, b map[string]any) { b["notificationUrl"] = "/api/providerwebhook" }, wantCode: "InvalidRequest"},
 		{name: "ftp notification URL", change: func(_ *env, b map[string]any) { b["notificationUrl"] = "ftp://example.com/x" }, wantCode: "InvalidRequest"},
+		{name: "http notification URL", change: func(_ *env, b map[string]any) { b["notificationUrl"] = "http://example.com/api/providerwebhook" }, wantCode: "InvalidRequest"},
+		{name: "http lifecycle URL", change: func(_ *env, b map[string]any) {
+			b["lifecycleNotificationUrl"] = "http://example.com/api/providerwebhook"
+		}, wantCode: "InvalidRequest"},
 		{name: "no notification URL", change: func(_ *env, b map[string]any) { delete(b, "notificationUrl") }, wantCode: "InvalidRequest"},
 		{name: "bad lifecycle URL", change: func(_ *env, b map[string]any) { b["lifecycleNotificationUrl"] = "nope" }, wantCode: "InvalidRequest"},
 		{name: "clientState of 129 characters", change: func(_ *env, b map[string]any) { b["clientState"] = strings.Repeat("ü", 129) }, wantCode: "InvalidRequest"},
@@ -242,61 +248,62 @@ func TestExpireDropsTheSubscription(t *testing.T) {
 	}
 }
 
-func TestCreateConflicts(t *testing.T) {
-	tests := []struct {
-		name         string
-		second       func(e *env, b map[string]any) (tenant string)
-		wantConflict bool
-	}{
-		{name: "same resource, type and URL", second: func(*env, map[string]any) string { return tenantA }, wantConflict: true},
-		{name: "same folder in slash form", second: func(_ *env, b map[string]any) string {
-			b["resource"] = "users/A@B.example/mailFolders/inbox/messages"
-			return tenantA
-		}, wantConflict: true},
-		{name: "other clientState", second: func(_ *env, b map[string]any) string { b["clientState"] = "other"; return tenantA }, wantConflict: true},
-		{name: "other folder", second: func(_ *env, b map[string]any) string {
-			b["resource"] = "/users/a@b.example/mailFolders('Inbox')/messages" // ids are case-sensitive
-			return tenantA
-		}},
-		{name: "other URL", second: func(e *env, b map[string]any) string { b["notificationUrl"] = e.recv.url("/other"); return tenantA }},
-		{name: "other tenant", second: func(*env, map[string]any) string { return tenantB }},
+// Graph does not refuse a second subscription for the same resource, change type and URL: each
+// create gets its own id, concurrent ones too, and the list shows them all.
+func TestEveryCreateGetsItsOwnID(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(tenantA)
+	first := e.create(tok, e.newSub("a@b.example", "inbox"))
+	body := e.newSub("a@b.example", "inbox")
+	body["resource"] = "users/A@B.example/mailFolders/inbox/messages"
+	second := e.create(tok, body)
+	const n = 6
+	ids := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { ids <- e.create(tok, e.newSub("a@b.example", "inbox")).ID })
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.create(e.token(tenantA), e.newSub("a@b.example", "inbox"))
-			body := e.newSub("a@b.example", "inbox")
-			tenant := tt.second(e, body)
-			r := e.call(http.MethodPost, "/subscriptions", e.token(tenant), body)
-			switch {
-			case tt.wantConflict && (r.status != http.StatusConflict || r.errorCode() != "Conflict"):
-				t.Errorf("got %d %s, want 409 Conflict", r.status, r.body)
-			case !tt.wantConflict && r.status != http.StatusCreated:
-				t.Errorf("got %d %s, want 201", r.status, r.body)
-			}
-		})
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{first.ID: true, second.ID: true}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != n+2 || len(e.fake.Subscriptions()) != n+2 {
+		t.Fatalf("%d distinct ids, %d live subscriptions; want %d of each", len(seen), len(e.fake.Subscriptions()), n+2)
 	}
 }
 
-func TestConcurrentCreatesMakeOneSubscription(t *testing.T) {
+// A slow create (SetCreateDelay) is made even when its client gave up waiting: an orphan, as at
+// Graph, which the client finds by listing.
+func TestSlowCreateIsMadeAfterTheClientGaveUp(t *testing.T) {
 	e := newEnv(t)
 	tok := e.token(tenantA)
-	const n = 8
-	statuses := make(chan int, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			statuses <- e.call(http.MethodPost, "/subscriptions", tok, e.newSub("a@b.example", "inbox")).status
-		})
+	e.fake.SetCreateDelay(300 * time.Millisecond)
+	raw, err := json.Marshal(e.newSub("a@b.example", "inbox"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	close(statuses)
-	count := map[int]int{}
-	for s := range statuses {
-		count[s]++
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/v1.0/subscriptions", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if count[http.StatusCreated] != 1 || count[http.StatusConflict] != n-1 {
-		t.Errorf("statuses %v, want one 201 and %d 409", count, n-1)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the client got an answer (%d) before giving up", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(e.fake.Subscriptions()) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the create the client gave up on was never made")
+		}
+	}
+	e.fake.SetCreateDelay(0)
+	if r := e.call(http.MethodGet, "/subscriptions", tok, nil); r.status != http.StatusOK || !strings.Contains(string(r.body), e.fake.Subscriptions()[0].ID) {
+		t.Fatalf("list: %d %s", r.status, r.body)
 	}
 }
 
@@ -383,5 +390,16 @@ func TestUnknownGraphPath(t *testing.T) {
 	e := newEnv(t)
 	if r := e.call(http.MethodPut, "/subscriptions/x", e.token(tenantA), nil); r.status != http.StatusBadRequest || r.errorCode() != "BadRequest" {
 		t.Errorf("PUT: %d %s", r.status, r.body)
+	}
+}
+
+// Graph refuses an http notification URL; a test that needs one says so.
+func TestHTTPNotificationURLOnlyWhenAllowed(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.AllowHTTPNotificationURL = true })
+	e.fake.SetHandshake(HandshakeSkip)
+	body := e.newSub("a@b.example", "inbox")
+	body["notificationUrl"] = "http://support.example/api/providerwebhook"
+	if r := e.call(http.MethodPost, "/subscriptions", e.token(tenantA), body); r.status != http.StatusCreated {
+		t.Fatalf("with AllowHTTPNotificationURL: %d %s", r.status, r.body)
 	}
 }

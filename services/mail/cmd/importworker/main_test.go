@@ -31,7 +31,7 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "importworker", run, "mail",
-		[]string{"channel_folders", "channel_suspensions", "channels", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channel_suspensions", "channels", "mailbox_users", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{"IMPORT_CONCURRENCY": "0"},
 		map[string]string{"IMPORT_PAGE_SIZE": "5000"},
 		map[string]string{"IMPORT_ACK_WAIT": "1s"},

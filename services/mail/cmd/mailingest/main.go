@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -42,15 +41,19 @@ type Config struct {
 }
 
 func (c Config) check() error {
-	u, err := url.Parse(c.PublicBaseURL)
-	if c.PublicBaseURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)")
+	if err := mail.CheckPublicBaseURL(c.PublicBaseURL); err != nil {
+		return err
 	}
 	if c.Lifetime < time.Hour {
 		return errors.New("config: MAIL_SUBSCRIPTION_LIFETIME must be at least an hour")
 	}
 	if c.StateLifetime < time.Minute || c.StateLifetime > time.Hour {
 		return errors.New("config: CONNECT_STATE_LIFETIME must be between 1m and 1h")
+	}
+	// The subscribe toggle creates within its request: a create must fit in
+	// the request's budget with time to clean up after it.
+	if c.CreateTimeout <= 0 || c.CreateTimeout >= c.RequestTimeout {
+		return errors.New("config: GRAPH_SUBSCRIPTION_CREATE_TIMEOUT must be positive and below REQUEST_TIMEOUT")
 	}
 	return nil
 }
@@ -89,7 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	provider, err := graph.NewMailProvider(cfg.Settings, &http.Client{Timeout: graph.DefaultTimeout}, deps.Now)
+	provider, err := graph.NewMailProvider(cfg.Settings, &http.Client{}, deps.Now)
 	if err != nil {
 		return fmt.Errorf("mail provider: %w", err)
 	}
@@ -106,7 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	subs := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: store, Provider: provider,
-		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: subMetrics, Now: deps.Now, Log: deps.Log})
+		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: subMetrics,
+		Now: deps.Now, Log: deps.Log})
 	channels := mail.NewChannelService(store, subs, deps.Log)
 	notifier := mail.NewNotifier(store, imports, deps.Now, deps.Log, deps.Server.Registry, mail.NotifierOptions{})
 	// Parked notifications are looked up again until shutdown.

@@ -23,9 +23,11 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "mailingest", run, "mail",
-		[]string{"channel_folders", "channel_suspensions", "channels", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channel_suspensions", "channels", "mailbox_users", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{}, // no PUBLIC_BASE_URL
-		map[string]string{"PUBLIC_BASE_URL": "support.example"}, // not absolute
+		map[string]string{"PUBLIC_BASE_URL": "support.example"},                                               // not absolute
+		map[string]string{"PUBLIC_BASE_URL": "http://support.example"},                                        // not HTTPS
+		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "GRAPH_SUBSCRIPTION_CREATE_TIMEOUT": "60s"}, // not below REQUEST_TIMEOUT
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "MAIL_SUBSCRIPTION_LIFETIME": "10m"},
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "GRAPH_CLIENT_ID": "app"}, // no secret
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "SHUTDOWN_GRACE": "soon"})

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -40,9 +39,8 @@ type Config struct {
 // check refuses what would make every subscription fail.
 func (c Config) check() error {
 	var errs []error
-	u, err := url.Parse(c.PublicBaseURL)
-	if c.PublicBaseURL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		errs = append(errs, errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)"))
+	if err := mail.CheckPublicBaseURL(c.PublicBaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Interval <= 0 || c.Window <= 0 || c.Lifetime <= c.Window {
 		errs = append(errs, errors.New("config: RENEWAL_INTERVAL and RENEWAL_WINDOW must be positive and MAIL_SUBSCRIPTION_LIFETIME longer than the window"))
@@ -94,7 +92,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now), Provider: provider,
-		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, Metrics: metrics, Now: deps.Now, Log: deps.Log})
+		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: metrics,
+		Now: deps.Now, Log: deps.Log})
 	renewer := mail.NewRenewer(svc, mail.RenewerOptions{Window: cfg.Window})
 
 	// The renewer starts once the health server listens (Serve closes

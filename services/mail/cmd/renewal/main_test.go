@@ -37,6 +37,9 @@ func (p *idleProvider) renewed() []string {
 	return append([]string(nil), p.renews...)
 }
 
+func (p *idleProvider) ResolveMailbox(context.Context, string, string) (mail.MailboxUser, error) {
+	return mail.MailboxUser{}, p.call()
+}
 func (p *idleProvider) Create(context.Context, string, mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
 	return mail.ProviderSubscription{}, p.call()
 }
@@ -132,6 +135,7 @@ func TestRefusedConfigurationAndCommands(t *testing.T) {
 	}{
 		{name: "no public base URL", env: map[string]string{}, want: "PUBLIC_BASE_URL"},
 		{name: "a relative public base URL", env: map[string]string{"PUBLIC_BASE_URL": "/support"}, want: "PUBLIC_BASE_URL"},
+		{name: "an http public base URL", env: map[string]string{"PUBLIC_BASE_URL": "http://support.example.com"}, want: "not HTTPS"},
 		{name: "a lifetime inside the window", env: map[string]string{"PUBLIC_BASE_URL": "https://x.example", "MAIL_SUBSCRIPTION_LIFETIME": "30m"}, want: "MAIL_SUBSCRIPTION_LIFETIME"},
 		{name: "a bad interval", env: map[string]string{"PUBLIC_BASE_URL": "https://x.example", "RENEWAL_INTERVAL": "often"}, want: "RENEWAL_INTERVAL"},
 		{name: "an unknown command", args: []string{"renewal", "bogus"}, env: map[string]string{"PUBLIC_BASE_URL": "https://x.example"}, want: "unknown command"},
@@ -177,7 +181,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "renewal", run, "mail",
-		[]string{"channel_folders", "channel_suspensions", "channels", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
+		[]string{"channel_folders", "channel_suspensions", "channels", "mailbox_users", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{}, // no PUBLIC_BASE_URL
 		map[string]string{"PUBLIC_BASE_URL": "https://x.example", "RENEWAL_WINDOW": "100h"})
 }

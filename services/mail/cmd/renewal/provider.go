@@ -12,5 +12,5 @@ import (
 // a provider that refuses every call (the job runs and reports the folders
 // it cannot serve).
 func newProvider(cfg Config, now func() time.Time) (mail.Provider, error) {
-	return graph.NewMailProvider(cfg.Settings, &http.Client{Timeout: graph.DefaultTimeout}, now)
+	return graph.NewMailProvider(cfg.Settings, &http.Client{}, now)
 }

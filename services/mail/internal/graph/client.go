@@ -35,8 +35,13 @@ const (
 	DefaultBaseURL = "https://graph.microsoft.com/v1.0"
 	// DefaultScope asks for the app permissions an admin consented to in the tenant.
 	DefaultScope = "https://graph.microsoft.com/.default"
-	// DefaultTimeout bounds one HTTP exchange when Config.HTTPClient is nil.
+	// DefaultTimeout bounds one HTTP exchange when Config.HTTPClient is nil, and each subscription
+	// call but the create.
 	DefaultTimeout = 10 * time.Second
+	// DefaultCreateTimeout bounds a subscription create: Graph validates the notification URL and
+	// the lifecycle URL during the call (up to 10 s each), so a create can take 20 s and more. A
+	// client that gives up sooner leaves subscriptions made after it stopped waiting.
+	DefaultCreateTimeout = 35 * time.Second
 )
 
 // maxResponseBytes bounds how much of a reply is read: a subscription or a page of them is a few
@@ -58,8 +63,14 @@ type Config struct {
 	// Scope is the token's scope; empty uses DefaultScope (national clouds have their own).
 	Scope string
 	// HTTPClient makes every request, token requests included; nil uses a client with
-	// DefaultTimeout.
+	// DefaultTimeout. A client-wide Timeout caps CreateTimeout: give one without (the subscription
+	// calls bound themselves).
 	HTTPClient *http.Client
+	// CallTimeout bounds each subscription call but the create (token request included); 0 uses
+	// DefaultTimeout.
+	CallTimeout time.Duration
+	// CreateTimeout bounds a subscription create; 0 uses DefaultCreateTimeout.
+	CreateTimeout time.Duration
 	// Now is the clock for token expiry and HTTP-date Retry-After values; nil uses time.Now.
 	Now func() time.Time
 	// MailboxConcurrency bounds the concurrent mail calls per tenant and mailbox in this process;
@@ -84,6 +95,8 @@ type Client struct {
 	mailboxes              *mailboxLimiter
 	mailRetries            int
 	sleep                  func(ctx context.Context, d time.Duration) error
+	callTimeout            time.Duration
+	createTimeout          time.Duration
 
 	mu     sync.Mutex
 	tokens map[string]*tenantToken // by tenant id
@@ -145,6 +158,13 @@ func New(cfg Config) (*Client, error) {
 		c.mailRetries = 0
 	}
 	c.sleep = cfg.Sleep
+	c.callTimeout, c.createTimeout = cfg.CallTimeout, cfg.CreateTimeout
+	if c.callTimeout <= 0 {
+		c.callTimeout = DefaultTimeout
+	}
+	if c.createTimeout <= 0 {
+		c.createTimeout = DefaultCreateTimeout
+	}
 	return c, nil
 }
 
@@ -251,8 +271,11 @@ func (t *tenantToken) forget(access string) {
 	}
 }
 
-// call is one Graph request: body (if any) as JSON, the reply decoded into out (if any).
-func (c *Client) call(ctx context.Context, tenant, op, method, rawURL string, body, out any) error {
+// call is one Graph request: body (if any) as JSON, the reply decoded into out (if any), within
+// timeout (the token request included).
+func (c *Client) call(ctx context.Context, timeout time.Duration, tenant, op, method, rawURL string, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	tt, err := c.tenantToken(tenant)
 	if err != nil {
 		return fmt.Errorf("graph: %s: %w", op, err)

@@ -134,7 +134,6 @@ func TestErrors(t *testing.T) {
 		wantStatus    int
 		wantCode      string
 		notFound      bool
-		conflict      bool
 		throttled     bool
 		retryAfter    time.Duration
 		hasRetryAfter bool
@@ -147,11 +146,6 @@ func TestErrors(t *testing.T) {
 			_, err := f.client.RenewSubscription(f.t.Context(), tenantA, id, f.clock.Now().Add(time.Hour))
 			return err
 		}, wantStatus: 404, wantCode: "ResourceNotFound", notFound: true},
-		{name: "second subscription for the folder", setup: func(f *fixture) string { return f.create(tenantA, "inbox").ID },
-			call: func(f *fixture, _ string) error {
-				_, err := f.client.CreateSubscription(f.t.Context(), tenantA, f.newSub("inbox"))
-				return err
-			}, wantStatus: 409, wantCode: "Conflict", conflict: true},
 		{name: "throttled with fractional Retry-After", setup: func(f *fixture) string {
 			f.fake.Throttle(1, "2.128")
 			return ""
@@ -208,9 +202,9 @@ func TestErrors(t *testing.T) {
 			if ge.Status != tt.wantStatus || ge.Code != tt.wantCode || ge.Message == "" || ge.RequestID == "" {
 				t.Errorf("error %+v, want status %d code %s with a message and request id", ge, tt.wantStatus, tt.wantCode)
 			}
-			if graph.IsNotFound(err) != tt.notFound || graph.IsConflict(err) != tt.conflict || graph.IsThrottled(err) != tt.throttled {
-				t.Errorf("IsNotFound %v IsConflict %v IsThrottled %v; want %v %v %v",
-					graph.IsNotFound(err), graph.IsConflict(err), graph.IsThrottled(err), tt.notFound, tt.conflict, tt.throttled)
+			if graph.IsNotFound(err) != tt.notFound || graph.IsThrottled(err) != tt.throttled {
+				t.Errorf("IsNotFound %v IsThrottled %v; want %v %v",
+					graph.IsNotFound(err), graph.IsThrottled(err), tt.notFound, tt.throttled)
 			}
 			if d, ok := graph.RetryAfter(err); d != tt.retryAfter || ok != tt.hasRetryAfter {
 				t.Errorf("RetryAfter = %v, %v; want %v, %v", d, ok, tt.retryAfter, tt.hasRetryAfter)
@@ -462,5 +456,27 @@ func TestMisbehavingServer(t *testing.T) {
 	case auth := <-foreignHit:
 		t.Errorf("the foreign host received a request (Authorization %q)", auth)
 	default:
+	}
+}
+
+// The create has its own, longer budget than the other subscription calls: Graph validates both
+// URLs during it. A create Graph finishes after the client gave up is made all the same, and
+// MaybeCreated says so.
+func TestCreateTimeout(t *testing.T) {
+	f := newFixture(t)
+	c := f.newClient(clientSecret, func(c *graph.Config) {
+		c.CallTimeout, c.CreateTimeout = 100*time.Millisecond, 2*time.Second
+	})
+	f.fake.SetCreateDelay(300 * time.Millisecond) // longer than any other call may take
+	if _, err := c.CreateSubscription(t.Context(), tenantA, f.newSub("inbox")); err != nil {
+		t.Fatalf("a create within its own budget: %v", err)
+	}
+	f.fake.SetCreateDelay(3 * time.Second)
+	_, err := c.CreateSubscription(t.Context(), tenantA, f.newSub("inbox"))
+	if err == nil || !graph.MaybeCreated(err) {
+		t.Fatalf("a create over its budget: %v, want MaybeCreated", err)
+	}
+	if graph.MaybeCreated(&graph.Error{Status: 400}) || graph.MaybeCreated(&graph.Error{Status: 429}) || !graph.MaybeCreated(&graph.Error{Status: 504}) {
+		t.Error("MaybeCreated: 400 and 429 made nothing, a 504 may have")
 	}
 }

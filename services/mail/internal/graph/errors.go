@@ -15,6 +15,16 @@ import (
 	"supportplatform.dev/ai/httpretry"
 )
 
+// A mail call's reply that arrived but cannot be used. Asking again gets the same reply: the
+// import skips the mail (see Status for Graph's refusals).
+var (
+	// ErrReplyTooLarge: the reply exceeds the mail calls' cap (16 MiB), as a mail with a huge body
+	// does.
+	ErrReplyTooLarge = errors.New("reply larger than the mail calls' cap")
+	// ErrMalformedReply: the reply is not the JSON of the resource asked for.
+	ErrMalformedReply = errors.New("malformed reply")
+)
+
 // Error is a Graph reply other than 2xx, read from Graph's {"error":{"code","message"}} body.
 type Error struct {
 	// Op names the call ("renew subscription").
@@ -152,9 +162,23 @@ func redact(s, secret string) string {
 // (deleted, or expired unrenewed) and must be created anew.
 func IsNotFound(err error) bool { return status(err) == http.StatusNotFound }
 
-// IsConflict reports whether Graph answered 409, as it may for a second subscription to the same
-// resource and change type.
-func IsConflict(err error) bool { return status(err) == http.StatusConflict }
+// MaybeCreated reports whether a failed create may still have made its subscription at Graph:
+// no answer came in time (a timeout or a broken connection), or Graph failed with a 5xx while it
+// may have gone on. A 4xx, a 429 or a refused token made nothing.
+func MaybeCreated(err error) bool {
+	if err == nil {
+		return false
+	}
+	if st := status(err); st != 0 {
+		return st >= 500
+	}
+	var te *TokenError
+	if errors.As(err, &te) || errors.Is(err, ErrInvalid) {
+		return false
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded)
+}
 
 // IsThrottled reports whether Graph or the token endpoint shed the call: 429, or a 5xx that a
 // later attempt may not meet (httpretry.Transient; 501 and 505 are not). Retry after RetryAfter
@@ -211,6 +235,10 @@ func Retryable(err error) error {
 	}
 	return err
 }
+
+// Status is Graph's HTTP status of a failed call, 0 when no reply came (transport, token or
+// argument errors).
+func Status(err error) int { return status(err) }
 
 func status(err error) int {
 	var e *Error

@@ -221,13 +221,13 @@ func (c *Client) mailJSON(ctx context.Context, tenant string, rq mailRequest, ou
 		return fmt.Errorf("graph: %s: read reply: %w", rq.op, err)
 	}
 	if len(raw) > maxMailResponseBytes {
-		return fmt.Errorf("graph: %s: reply larger than %d bytes", rq.op, maxMailResponseBytes)
+		return fmt.Errorf("graph: %s: %w (%d bytes)", rq.op, ErrReplyTooLarge, maxMailResponseBytes)
 	}
 	if out == nil || len(raw) == 0 && resp.StatusCode != http.StatusOK {
 		return nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("graph: %s: malformed reply (status %d): %w", rq.op, resp.StatusCode, err)
+		return fmt.Errorf("graph: %s: %w (status %d): %w", rq.op, ErrMalformedReply, resp.StatusCode, err)
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ type Settings struct {
 	ClientSecret string `env:"GRAPH_CLIENT_SECRET" default:"" desc:"client secret of the Entra app (never logged)"`
 	TokenURL     string `env:"GRAPH_TOKEN_URL" default:"https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token" desc:"OAuth2 token endpoint; {tenant} is replaced by the channel's providerTenantID"`
 	BaseURL      string `env:"GRAPH_BASE_URL" default:"https://graph.microsoft.com/v1.0" desc:"Microsoft Graph API base URL"`
+	// CreateTimeout bounds a subscription create, which Graph holds while it
+	// validates both notification URLs.
+	CreateTimeout time.Duration `env:"GRAPH_SUBSCRIPTION_CREATE_TIMEOUT" default:"35s" desc:"time a subscription create may take (Graph validates the notification and lifecycle URLs during the call, up to 10 s each); must stay below REQUEST_TIMEOUT, which the subscribe toggle answers within"`
 }
 
 // Configured reports whether an app is configured.
@@ -27,12 +30,15 @@ var ErrNotConfigured = errors.New("no Microsoft Graph app is configured (GRAPH_C
 // NewMailProvider returns the mail provider the subscription service uses:
 // Graph through a Client made from s, or, when s configures no app, one that
 // refuses every call with ErrNotConfigured (channels and callbacks work
-// without an app; subscriptions cannot be made).
+// without an app; subscriptions cannot be made). hc should have no
+// client-wide Timeout: each call bounds itself (DefaultTimeout, the create
+// s.CreateTimeout).
 func NewMailProvider(s Settings, hc *http.Client, now func() time.Time) (mail.Provider, error) {
 	if !s.Configured() {
 		return unconfigured{}, nil
 	}
-	c, err := New(Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, TokenURL: s.TokenURL, BaseURL: s.BaseURL, HTTPClient: hc, Now: now})
+	c, err := New(Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, TokenURL: s.TokenURL, BaseURL: s.BaseURL, HTTPClient: hc,
+		CreateTimeout: s.CreateTimeout, Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +66,6 @@ func classify(err error) error {
 		return nil
 	case IsNotFound(err):
 		return errors.Join(mail.ErrProviderNotFound, err)
-	case IsConflict(err):
-		return errors.Join(mail.ErrProviderConflict, err)
 	case IsThrottled(err):
 		after, _ := RetryAfter(err)
 		return &mail.ProviderThrottled{RetryAfter: after, Err: err}
@@ -74,9 +78,20 @@ func (p mailProvider) Create(ctx context.Context, tenantID string, s mail.NewPro
 		NotificationURL: s.NotificationURL, LifecycleNotificationURL: s.LifecycleNotificationURL,
 		ClientState: s.ClientState, Expiration: s.Expiration})
 	if err != nil {
+		if MaybeCreated(err) {
+			return mail.ProviderSubscription{}, errors.Join(mail.ErrProviderMaybeCreated, classify(err))
+		}
 		return mail.ProviderSubscription{}, classify(err)
 	}
 	return toProvider(sub), nil
+}
+
+func (p mailProvider) ResolveMailbox(ctx context.Context, tenantID, address string) (mail.MailboxUser, error) {
+	u, err := p.c.ResolveUser(ctx, tenantID, address)
+	if err != nil {
+		return mail.MailboxUser{}, classify(err)
+	}
+	return mail.MailboxUser{Address: address, ID: u.ID, UserPrincipalName: u.UserPrincipalName}, nil
 }
 
 func (p mailProvider) Renew(ctx context.Context, tenantID, id string, expiration time.Time) (mail.ProviderSubscription, error) {
@@ -107,6 +122,9 @@ type unconfigured struct{}
 
 func (unconfigured) Create(context.Context, string, mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
 	return mail.ProviderSubscription{}, ErrNotConfigured
+}
+func (unconfigured) ResolveMailbox(context.Context, string, string) (mail.MailboxUser, error) {
+	return mail.MailboxUser{}, ErrNotConfigured
 }
 func (unconfigured) Renew(context.Context, string, string, time.Time) (mail.ProviderSubscription, error) {
 	return mail.ProviderSubscription{}, ErrNotConfigured

@@ -27,11 +27,26 @@ func TestMailProvider(t *testing.T) {
 		sub.Resource != "/users/agent@contoso.example/mailFolders('inbox')/messages" {
 		t.Fatalf("create: %+v %v", sub, err)
 	}
-	if _, err := p.Create(ctx, tenantA, req); !errors.Is(err, mail.ErrProviderConflict) {
-		t.Fatalf("second create: %v, want ErrProviderConflict", err)
+	// Graph makes a second subscription for the same resource: its own id.
+	second, err := p.Create(ctx, tenantA, req)
+	if err != nil || second.ID == sub.ID {
+		t.Fatalf("second create: %+v %v", second, err)
 	}
-	if subs, err := p.List(ctx, tenantA); err != nil || len(subs) != 1 || subs[0].ID != sub.ID {
+	if subs, err := p.List(ctx, tenantA); err != nil || len(subs) != 2 || subs[0].ID != sub.ID || subs[1].ID != second.ID {
 		t.Fatalf("list: %+v %v", subs, err)
+	}
+	if err := p.Delete(ctx, tenantA, second.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A 5xx of a create may have made it: the domain is told so.
+	f.fake.FailNext(1, 503)
+	if _, err := p.Create(ctx, tenantA, req); !errors.Is(err, mail.ErrProviderMaybeCreated) {
+		t.Fatalf("create answered 503: %v, want ErrProviderMaybeCreated", err)
+	}
+	// A refusal made nothing.
+	f.fake.FailNext(1, 400)
+	if _, err := p.Create(ctx, tenantA, req); err == nil || errors.Is(err, mail.ErrProviderMaybeCreated) {
+		t.Fatalf("create answered 400: %v, want no ErrProviderMaybeCreated", err)
 	}
 	later := f.clock.Now().Add(69*time.Hour + 1234567*time.Nanosecond)
 	// Graph keeps 100 ns; the domain gets PostgreSQL's microseconds.

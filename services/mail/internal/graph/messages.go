@@ -15,9 +15,13 @@ import (
 
 // The $select of each read: only what the import needs, so that pages stay small.
 const (
-	deltaSelect      = "id,receivedDateTime,from,subject,isDraft"
-	messageSelect    = "id,receivedDateTime,subject,from,sender,toRecipients,ccRecipients,replyTo,internetMessageId,conversationId,internetMessageHeaders,body,hasAttachments"
-	attachmentSelect = "id,name,contentType,size,isInline,contentId"
+	deltaSelect   = "id,receivedDateTime,from,subject,isDraft"
+	messageSelect = "id,receivedDateTime,subject,from,sender,toRecipients,ccRecipients,replyTo,internetMessageId,conversationId,internetMessageHeaders,body,hasAttachments"
+	// contentId is a property of fileAttachment only: Graph refuses it uncast on the attachment
+	// collection (400 "Could not find a property named 'contentId' on type
+	// 'microsoft.graph.attachment'"), so it is selected with the derived type's cast, which
+	// item and reference attachments simply do not carry.
+	attachmentSelect = "id,name,contentType,size,isInline,microsoft.graph.fileAttachment/contentId"
 )
 
 // preferText asks Graph for a message body converted to plain text.
@@ -159,7 +163,7 @@ func (c *Client) MessagesDelta(ctx context.Context, tenant string, q DeltaQuery,
 		}
 		received, err := parseGraphTime(m.ReceivedDateTime)
 		if err != nil {
-			return DeltaPage{}, fmt.Errorf("graph: %s: malformed reply: message %s: receivedDateTime: %w", op, m.ID, err)
+			return DeltaPage{}, fmt.Errorf("graph: %s: %w: message %s: receivedDateTime: %w", op, ErrMalformedReply, m.ID, err)
 		}
 		page.Messages = append(page.Messages, MessageChange{ID: m.ID, ReceivedDateTime: received,
 			From: m.From.address(), Subject: m.Subject, IsDraft: m.IsDraft})
@@ -194,7 +198,7 @@ func (c *Client) Message(ctx context.Context, tenant, mailbox, id string) (Messa
 	}
 	received, err := parseGraphTime(j.ReceivedDateTime)
 	if err != nil {
-		return Message{}, fmt.Errorf("graph: %s: malformed reply: receivedDateTime: %w", op, err)
+		return Message{}, fmt.Errorf("graph: %s: %w: receivedDateTime: %w", op, ErrMalformedReply, err)
 	}
 	m := Message{
 		ID:                j.ID,

@@ -82,7 +82,9 @@ func formatTime(t time.Time) string { return t.UTC().Format(graphTime) }
 
 // CreateSubscription subscribes to new messages in s's folder. Graph validates the notification
 // URL (and the lifecycle URL) during the call, so the receiver must already answer; a failed
-// validation is a 400 Error with code "ValidationError", a duplicate may be a 409 (IsConflict).
+// validation is a 400 Error with code "ValidationError". Graph makes a new subscription for every
+// create, even for a resource that has one; a create that timed out or failed with a 5xx may
+// have been made all the same (MaybeCreated): list the subscriptions to find it.
 func (c *Client) CreateSubscription(ctx context.Context, tenantID string, s NewSubscription) (Subscription, error) {
 	const op = "create subscription"
 	if err := s.check(); err != nil {
@@ -96,7 +98,7 @@ func (c *Client) CreateSubscription(ctx context.Context, tenantID string, s NewS
 		ExpirationDateTime:       formatTime(s.Expiration),
 		ClientState:              s.ClientState,
 	}
-	return c.subscriptionCall(ctx, tenantID, op, http.MethodPost, c.baseURL+"/subscriptions", in)
+	return c.subscriptionCall(ctx, c.createTimeout, tenantID, op, http.MethodPost, c.baseURL+"/subscriptions", in)
 }
 
 func (s NewSubscription) check() error {
@@ -130,7 +132,7 @@ func (c *Client) RenewSubscription(ctx context.Context, tenantID, id string, exp
 		return Subscription{}, fmt.Errorf("graph: %s: %w: subscription id and expiration are required", op, ErrInvalid)
 	}
 	in := subscriptionJSON{ExpirationDateTime: formatTime(expiration)}
-	return c.subscriptionCall(ctx, tenantID, op, http.MethodPatch, c.subscriptionURL(id), in)
+	return c.subscriptionCall(ctx, c.callTimeout, tenantID, op, http.MethodPatch, c.subscriptionURL(id), in)
 }
 
 // GetSubscription reads one subscription; IsNotFound when it no longer exists.
@@ -139,7 +141,7 @@ func (c *Client) GetSubscription(ctx context.Context, tenantID, id string) (Subs
 	if id == "" {
 		return Subscription{}, fmt.Errorf("graph: %s: %w: no subscription id", op, ErrInvalid)
 	}
-	return c.subscriptionCall(ctx, tenantID, op, http.MethodGet, c.subscriptionURL(id), nil)
+	return c.subscriptionCall(ctx, c.callTimeout, tenantID, op, http.MethodGet, c.subscriptionURL(id), nil)
 }
 
 // DeleteSubscription deletes a subscription. One that is already gone is not an error: the
@@ -149,7 +151,7 @@ func (c *Client) DeleteSubscription(ctx context.Context, tenantID, id string) er
 	if id == "" {
 		return fmt.Errorf("graph: %s: %w: no subscription id", op, ErrInvalid)
 	}
-	err := c.call(ctx, tenantID, op, http.MethodDelete, c.subscriptionURL(id), nil, nil)
+	err := c.call(ctx, c.callTimeout, tenantID, op, http.MethodDelete, c.subscriptionURL(id), nil, nil)
 	if IsNotFound(err) {
 		return nil
 	}
@@ -172,7 +174,7 @@ func (c *Client) ListSubscriptions(ctx context.Context, tenantID string) ([]Subs
 			Value    []subscriptionJSON `json:"value"`
 			NextLink string             `json:"@odata.nextLink"`
 		}
-		if err := c.call(ctx, tenantID, op, http.MethodGet, next, nil, &reply); err != nil {
+		if err := c.call(ctx, c.callTimeout, tenantID, op, http.MethodGet, next, nil, &reply); err != nil {
 			return nil, err
 		}
 		for _, j := range reply.Value {
@@ -194,9 +196,9 @@ func (c *Client) subscriptionURL(id string) string {
 	return c.baseURL + "/subscriptions/" + url.PathEscape(id)
 }
 
-func (c *Client) subscriptionCall(ctx context.Context, tenantID, op, method, rawURL string, in any) (Subscription, error) {
+func (c *Client) subscriptionCall(ctx context.Context, timeout time.Duration, tenantID, op, method, rawURL string, in any) (Subscription, error) {
 	var out subscriptionJSON
-	if err := c.call(ctx, tenantID, op, method, rawURL, in, &out); err != nil {
+	if err := c.call(ctx, timeout, tenantID, op, method, rawURL, in, &out); err != nil {
 		return Subscription{}, err
 	}
 	s, err := out.subscription()

@@ -159,13 +159,17 @@ type folderResponse struct {
 	LastNotificationAt             *time.Time `json:"lastNotificationAt"`
 	LastImportAt                   *time.Time `json:"lastImportAt"`
 	DateCreated                    time.Time  `json:"dateCreated"`
+	SkippedMessages                int64      `json:"skippedMessages"`
+	LastSkipReason                 *string    `json:"lastSkipReason"`
+	LastSkipAt                     *time.Time `json:"lastSkipAt"`
 }
 
 func toFolder(f mail.Folder) folderResponse {
 	return folderResponse{FolderID: f.ID, ChannelID: f.ChannelID, ExternalFolderID: f.ExternalFolderID,
 		DisplayName: f.DisplayName, AutoRetrieveEmails: f.AutoRetrieveEmails,
 		ProviderSubscriptionID: orNull(f.SubscriptionID), ProviderSubscriptionExpiration: utc(f.SubscriptionExpiration),
-		LastNotificationAt: utc(f.LastNotificationAt), LastImportAt: utc(f.LastImportAt), DateCreated: f.CreatedAt.UTC()}
+		LastNotificationAt: utc(f.LastNotificationAt), LastImportAt: utc(f.LastImportAt), DateCreated: f.CreatedAt.UTC(),
+		SkippedMessages: f.SkippedMessages, LastSkipReason: orNull(f.LastSkipReason), LastSkipAt: utc(f.LastSkipAt)}
 }
 
 func (h *Handlers) listChannels(c *gin.Context) error {

@@ -25,6 +25,9 @@ const (
 	SkippedItem      = "item-attachment"      // an attached mail, event or contact
 	SkippedReference = "reference-attachment" // a link to a file in OneDrive or SharePoint
 	SkippedGone      = "gone"                 // deleted at the provider meanwhile
+	// SkippedUnavailable: Graph refused the bytes for good (a 4xx the
+	// mail's import does not stop for).
+	SkippedUnavailable = "unavailable"
 )
 
 // ObjectKey is the BucketMailAttachments key of one attachment's bytes: a
@@ -38,7 +41,7 @@ func ObjectKey(channelID int64, messageID, attachmentID string) string {
 // attachments lists the mail's attachments and carries the bytes of the
 // file attachments within the cap into the bucket.
 func (im *Importer) attachments(ctx context.Context, t Target, messageID string) ([]contracts.InboundAttachment, error) {
-	list, err := im.o.Graph.Attachments(ctx, t.TenantID, t.Mailbox, messageID)
+	list, err := im.o.Graph.Attachments(ctx, t.TenantID, t.mailboxKey(), messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +60,10 @@ func (im *Importer) attachments(ctx context.Context, t Target, messageID string)
 			in.Skipped = SkippedTooLarge
 		default:
 			if err := im.carry(ctx, t, messageID, a, &in); err != nil {
-				return nil, fmt.Errorf("attachment %s: %w", a.ID, err)
+				if _, ok := permanent(err); !ok {
+					return nil, fmt.Errorf("attachment %s: %w", a.ID, err)
+				}
+				in.Skipped = SkippedUnavailable
 			}
 		}
 		im.o.Metrics.attachment(in.Skipped)
@@ -82,7 +88,7 @@ func (im *Importer) carry(ctx context.Context, t Target, messageID string, a gra
 		in.Size, in.SHA256, in.Object = size, sum, key
 		return nil
 	}
-	rc, err := im.o.Graph.AttachmentContent(ctx, t.TenantID, t.Mailbox, messageID, a.ID)
+	rc, err := im.o.Graph.AttachmentContent(ctx, t.TenantID, t.mailboxKey(), messageID, a.ID)
 	if graph.IsNotFound(err) {
 		in.Skipped = SkippedGone
 		return nil

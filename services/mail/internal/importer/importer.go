@@ -44,6 +44,10 @@ type Target struct {
 	// Mailbox is the channel's address (lower-case), TenantID its
 	// provider tenant, ExternalFolderID the provider's folder id.
 	Mailbox, TenantID, ExternalFolderID string
+	// MailboxUserID is the provider's id of the mailbox's user, resolved
+	// from the address when the folder's subscription was made ("" until
+	// then): Graph's paths take it, not an alias.
+	MailboxUserID string
 	// Importable is false for a folder that must not be imported: its
 	// channel is deleted, is not a Microsoft 365 e-mail channel with a
 	// mailbox, or automatic retrieval is off on the channel or the folder.
@@ -82,8 +86,10 @@ type Lease interface {
 	Load(ctx context.Context) (Target, error)
 	// ClearDeltaLink forgets the delta link (a resync begins).
 	ClearDeltaLink(ctx context.Context) error
-	// Succeeded stores the round's delta link and outcome.
-	Succeeded(ctx context.Context, deltaLink string, published int, at time.Time) error
+	// Succeeded stores the round's delta link and outcome: how many mails
+	// it published, and the mails it could not import (counted on the
+	// folder, with the last one's reason).
+	Succeeded(ctx context.Context, res RoundResult, at time.Time) error
 	// Failed records a failed round.
 	Failed(ctx context.Context, reason string, at time.Time) error
 	// Alive fails once the lock may have been lost.

@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "mail_import_messages_published_total",
 			Help: "Mails published to MAIL_INBOUND (acknowledged by the stream; a repeat of an earlier round counts again)."}),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mail_import_messages_skipped_total",
-			Help: "Mails not published by reason (own: sent by the platform; gone: deleted before being fetched; too-big: no message could hold it)."}, []string{"reason"}),
+			Help: "Mails not published by reason (own: sent by the platform; gone: deleted before being fetched; too-big: no message could hold it, or Graph's reply exceeds 16 MiB; refused: Graph refused it with a lasting 4xx; undecodable: Graph's reply cannot be read)."}, []string{"reason"}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Name: "mail_import_resyncs_total",
 			Help: "Full resyncs of the look-back window after Graph forgot a folder's delta link."}),
 		attachments: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mail_import_attachments_total",
@@ -52,10 +52,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, o := range []string{RoundOK, RoundFailed, RoundAbandoned} {
 		m.rounds.WithLabelValues(o)
 	}
-	for _, r := range []string{SkipOwn, SkipGone, SkipSize} {
+	for _, r := range []string{SkipOwn, SkipGone, SkipSize, SkipRefused, SkipUndecodable} {
 		m.skips.WithLabelValues(r)
 	}
-	for _, r := range []string{"stored", SkippedTooLarge, SkippedItem, SkippedReference, SkippedGone} {
+	for _, r := range []string{"stored", SkippedTooLarge, SkippedItem, SkippedReference, SkippedGone, SkippedUnavailable} {
 		m.attachments.WithLabelValues(r)
 	}
 	return m, nil

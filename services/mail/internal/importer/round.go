@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,6 +104,18 @@ type RoundResult struct {
 	// Resynced is true when Graph had forgotten the stored link and the
 	// round began afresh from the look-back window.
 	Resynced bool
+	// Unimportable are the mails the round skipped for good (SkipSize,
+	// SkipRefused, SkipUndecodable): asking again would fail the same way,
+	// so they must not hold the folder's import up. They are recorded on
+	// the folder.
+	Unimportable []SkippedMail
+}
+
+// SkippedMail is a mail a round could not import.
+type SkippedMail struct {
+	MessageID string
+	// Reason is the skipped-messages metric's label; Detail the failure.
+	Reason, Detail string
 }
 
 // Round runs one delta round of t: from its delta link, or from the
@@ -115,11 +128,13 @@ type RoundResult struct {
 func (im *Importer) Round(ctx context.Context, t Target, onResync func(context.Context) error) (RoundResult, error) {
 	var res RoundResult
 	var published, own atomic.Int64
+	var unimportable skippedList
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(im.o.MessageConcurrency)
-	link, err := im.pages(gctx, t, g, &published, &own, onResync, &res)
+	link, err := im.pages(gctx, t, g, &published, &own, &unimportable, onResync, &res)
 	werr := g.Wait()
 	res.Published, res.SkippedOwn = int(published.Load()), int(own.Load())
+	res.Unimportable = unimportable.list
 	// A message's failure cancels the paging: report the cause.
 	if werr != nil {
 		return res, werr
@@ -134,8 +149,8 @@ func (im *Importer) Round(ctx context.Context, t Target, onResync func(context.C
 // pages walks the round's pages and starts a goroutine of g per message; it
 // returns the delta link.
 func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, published, own *atomic.Int64,
-	onResync func(context.Context) error, res *RoundResult) (string, error) {
-	q := graph.DeltaQuery{Mailbox: t.Mailbox, FolderID: t.ExternalFolderID, PageSize: im.o.PageSize}
+	unimportable *skippedList, onResync func(context.Context) error, res *RoundResult) (string, error) {
+	q := graph.DeltaQuery{Mailbox: t.mailboxKey(), FolderID: t.ExternalFolderID, PageSize: im.o.PageSize}
 	link := t.DeltaLink
 	if link == "" {
 		q.Since = im.o.Now().Add(-im.o.Lookback)
@@ -183,6 +198,15 @@ func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, publ
 			// the paging waits for them rather than buffering pages.
 			g.Go(func() error {
 				skip, err := im.importMessage(ctx, t, id)
+				if reason, ok := permanent(err); ok {
+					// The mail, not Graph or the stream, is the problem:
+					// skip it, record it, and let the round go on.
+					im.o.Log.WarnContext(ctx, "mail skipped: it cannot be imported", "folderID", t.FolderID,
+						"messageID", id, "reason", reason, "error", err.Error())
+					im.o.Metrics.skipped(reason)
+					unimportable.add(SkippedMail{MessageID: id, Reason: reason, Detail: err.Error()})
+					return nil
+				}
 				if err != nil {
 					return fmt.Errorf("message %s: %w", id, err)
 				}
@@ -191,6 +215,8 @@ func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, publ
 					published.Add(1)
 				case SkipOwn:
 					own.Add(1)
+				case SkipSize:
+					unimportable.add(SkippedMail{MessageID: id, Reason: SkipSize, Detail: "no InboundMail can hold it"})
 				}
 				return nil
 			})
@@ -206,18 +232,69 @@ func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, publ
 	}
 }
 
+// mailboxKey names the mailbox in Graph's paths: its user's id once
+// resolved, else (a channel whose subscription predates the resolution)
+// its address.
+func (t Target) mailboxKey() string {
+	if t.MailboxUserID != "" {
+		return t.MailboxUserID
+	}
+	return t.Mailbox
+}
+
 // Skip reasons of the skipped-messages metric.
 const (
 	SkipOwn  = "own"     // mail the platform sent
 	SkipGone = "gone"    // deleted before it was fetched
-	SkipSize = "too-big" // no InboundMail could hold it
+	SkipSize = "too-big" // no InboundMail could hold it, or Graph's reply exceeds the client's cap
+	// SkipRefused: Graph refused the mail's read with a 4xx that asking
+	// again does not change (not 401, 403, 408 or 429).
+	SkipRefused = "refused"
+	// SkipUndecodable: Graph's reply for the mail cannot be read.
+	SkipUndecodable = "undecodable"
 )
+
+// permanent reports whether a mail's failure is the mail's own, the same
+// at every attempt, and under which reason it is skipped. Transient
+// failures (5xx, 429, 408, the network, the stream, the blob store, a
+// cancelled round) fail the round, which is retried. 401 and 403 concern
+// the app's token or rights in the mailbox, not one mail: skipping would
+// drop every mail of the folder, so they fail the round too.
+func permanent(err error) (string, bool) {
+	switch {
+	case err == nil:
+		return "", false
+	case errors.Is(err, graph.ErrReplyTooLarge):
+		return SkipSize, true
+	case errors.Is(err, graph.ErrMalformedReply):
+		return SkipUndecodable, true
+	}
+	switch st := graph.Status(err); {
+	case st < 400 || st > 499:
+		return "", false
+	case st == http.StatusUnauthorized, st == http.StatusForbidden, st == http.StatusRequestTimeout, st == http.StatusTooManyRequests:
+		return "", false
+	}
+	return SkipRefused, true
+}
+
+// skippedList collects a round's unimportable mails from its goroutines.
+type skippedList struct {
+	mu   sync.Mutex
+	list []SkippedMail
+}
+
+func (l *skippedList) add(m SkippedMail) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.list = append(l.list, m)
+}
 
 // importMessage fetches one mail with its attachments and publishes it. It
 // returns "" when it published the mail, else why it skipped it (SkipOwn,
 // SkipGone, SkipSize): a skipped mail is no failure.
 func (im *Importer) importMessage(ctx context.Context, t Target, id string) (skip string, err error) {
-	msg, err := im.o.Graph.Message(ctx, t.TenantID, t.Mailbox, id)
+	msg, err := im.o.Graph.Message(ctx, t.TenantID, t.mailboxKey(), id)
 	if graph.IsNotFound(err) {
 		im.o.Metrics.skipped(SkipGone)
 		return SkipGone, nil

@@ -167,7 +167,7 @@ func (r *Runner) round(ctx context.Context, lease Lease, t Target) error {
 	start := time.Now()
 	res, err := r.o.Importer.Round(rctx, t, lease.ClearDeltaLink)
 	if err == nil {
-		err = lease.Succeeded(rctx, res.DeltaLink, res.Published, r.o.Now())
+		err = lease.Succeeded(rctx, res, r.o.Now())
 	}
 	cause := context.Cause(rctx)
 	cancel(nil)
@@ -176,7 +176,7 @@ func (r *Runner) round(ctx context.Context, lease Lease, t Target) error {
 	switch {
 	case err == nil:
 		r.o.Metrics.round(RoundOK, time.Since(start))
-		log.InfoContext(ctx, "folder imported", "published", res.Published, "skippedOwn", res.SkippedOwn,
+		log.InfoContext(ctx, "folder imported", "published", res.Published, "skippedOwn", res.SkippedOwn, "unimportable", len(res.Unimportable),
 			"resynced", res.Resynced, "duration", time.Since(start).String())
 		return nil
 	case ctx.Err() != nil || errors.Is(cause, errLockLost):

@@ -88,6 +88,12 @@ type Folder struct {
 	LastNotificationAt     *time.Time
 	LastImportAt           *time.Time
 	CreatedAt              time.Time
+	// SkippedMessages counts the mails the folder's import skipped for good
+	// (too big, refused by the provider, unreadable); LastSkipReason and
+	// LastSkipAt describe the last one.
+	SkippedMessages int64
+	LastSkipReason  string
+	LastSkipAt      *time.Time
 }
 
 // ChannelInput creates or replaces a channel.

@@ -200,16 +200,20 @@ func (s *SubscriptionService) renew(ctx context.Context, lf LockedFolder, now ti
 		s.metrics.renewal(RenewalFailed)
 		return FolderUpdate{Clear: true}, RenewalFailed
 	}
-	sub, err = s.create(ctx, lf.Target, lf.ClientState, now)
+	sub, user, err := s.create(ctx, lf, false, now)
 	if err != nil {
 		s.metrics.create(false)
 		s.metrics.renewal(RenewalFailed)
-		at := s.failure(tenant, err, now, s.retry)
+		delay, from := s.retry, now
+		if errors.Is(err, ErrProviderMaybeCreated) {
+			delay, from = min(delay, s.createIn), s.now()
+		}
+		at := s.failure(tenant, err, from, delay)
 		s.log.WarnContext(ctx, "expired provider subscription not re-created", "folderID", f.ID, "error", errorText(err))
 		// The old id is gone: forget it, so the create pass retries at at.
-		return FolderUpdate{Clear: true, RetryAt: &at}, RenewalFailed
+		return FolderUpdate{SaveUser: user, Clear: true, RetryAt: &at}, RenewalFailed
 	}
 	s.metrics.create(true)
 	s.metrics.renewal(RenewalRecreated)
-	return FolderUpdate{Save: &sub, CatchUpAt: &now}, RenewalRecreated
+	return FolderUpdate{SaveUser: user, Save: &sub, CatchUpAt: &now}, RenewalRecreated
 }

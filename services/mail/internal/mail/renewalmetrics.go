@@ -13,6 +13,7 @@ type SubscriptionMetrics struct {
 	expiring prometheus.Gauge
 	creates  *prometheus.CounterVec
 	deletes  *prometheus.CounterVec
+	orphans  prometheus.Counter
 }
 
 // Renewal results.
@@ -33,9 +34,11 @@ func NewSubscriptionMetrics(reg prometheus.Registerer) (*SubscriptionMetrics, er
 			Help: "Provider subscription creations by result (ok, failed)."}, []string{"result"}),
 		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mail_subscription_deletes_total",
 			Help: "Deletions of retired provider subscriptions by result (ok, failed)."}, []string{"result"}),
+		orphans: prometheus.NewCounter(prometheus.CounterOpts{Name: "mail_subscription_orphans_deleted_total",
+			Help: "Provider subscriptions deleted as orphans: made by a create whose answer never came (a timeout or a 5xx)."}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.renewals, m.expiring, m.creates, m.deletes} {
+	for _, c := range []prometheus.Collector{m.renewals, m.expiring, m.creates, m.deletes, m.orphans} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -80,5 +83,11 @@ func (m *SubscriptionMetrics) create(ok bool) {
 func (m *SubscriptionMetrics) delete(ok bool) {
 	if m != nil {
 		m.deletes.WithLabelValues(okOrFailed(ok)).Inc()
+	}
+}
+
+func (m *SubscriptionMetrics) orphan() {
+	if m != nil {
+		m.orphans.Inc()
 	}
 }

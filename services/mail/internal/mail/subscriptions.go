@@ -25,6 +25,14 @@ type ProviderSubscription struct {
 	Expiration time.Time
 }
 
+// MailboxUser is the provider's user behind a channel's mailbox address,
+// resolved once and stored with the address it was resolved for.
+type MailboxUser struct {
+	Address           string // the channel's address it was resolved for
+	ID                string // the user's id: every provider path names the mailbox by it
+	UserPrincipalName string
+}
+
 // NewProviderSubscription asks for a subscription to the new messages of
 // one folder of a mailbox; the provider builds the resource
 // /users/{Mailbox}/mailFolders('{FolderID}')/messages with change type
@@ -38,9 +46,15 @@ type NewProviderSubscription struct {
 
 // Provider is the mail provider's subscription API (the graph client's
 // adapter implements it). Errors are classified with ErrProviderNotFound,
-// ErrProviderConflict and *ProviderThrottled; anything else is a failure
+// ErrProviderMaybeCreated and *ProviderThrottled; anything else is a failure
 // worth retrying later. Delete answers nil for a subscription that is gone.
+// The provider makes a new subscription for every create, even for a
+// resource that has one.
 type Provider interface {
+	// ResolveMailbox finds the user behind a mailbox address (its id is
+	// what the provider's paths and resources take; an alias is refused
+	// there); ErrProviderNotFound when no user has the address.
+	ResolveMailbox(ctx context.Context, tenantID, address string) (MailboxUser, error)
 	Create(ctx context.Context, tenantID string, s NewProviderSubscription) (ProviderSubscription, error)
 	Renew(ctx context.Context, tenantID, id string, expiration time.Time) (ProviderSubscription, error)
 	Delete(ctx context.Context, tenantID, id string) error
@@ -51,8 +65,10 @@ type Provider interface {
 var (
 	// ErrProviderNotFound: the subscription does not exist (any more).
 	ErrProviderNotFound = errors.New("mail provider: subscription not found")
-	// ErrProviderConflict: a subscription for the resource already exists.
-	ErrProviderConflict = errors.New("mail provider: a subscription for this resource already exists")
+	// ErrProviderMaybeCreated: a create failed without a clear answer (no
+	// answer in time, or a 5xx): the provider may have made the
+	// subscription all the same, an orphan to find by listing.
+	ErrProviderMaybeCreated = errors.New("mail provider: the subscription may have been created")
 )
 
 // ProviderThrottled is a 429 (or a 503 with Retry-After): the tenant is
@@ -99,6 +115,20 @@ func sameResource(a, b string) bool {
 // public base URL (spec section 4 rule 4, lower case as the spec writes it).
 const NotificationPath = "/api/providerwebhook"
 
+// CheckPublicBaseURL refuses a public base URL the provider cannot notify:
+// not absolute, or not HTTPS (Graph refuses an http notificationUrl, so
+// every subscription would fail).
+func CheckPublicBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "" || err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return errors.New("config: PUBLIC_BASE_URL must be the backend's absolute URL (https://...)")
+	case u.Scheme != "https":
+		return fmt.Errorf("config: PUBLIC_BASE_URL %q is not HTTPS: Microsoft Graph delivers change notifications only to https:// URLs and refuses to create subscriptions for others", raw)
+	}
+	return nil
+}
+
 // Switched is a channel whose automatic retrieval was switched: the channel
 // and its folders as they are now, and the subscriptions the switch retired
 // by folder id.
@@ -114,11 +144,21 @@ type LockedFolder struct {
 	// RenewRequestedAt is when the folder is next due whatever its expiry
 	// (a lifecycle event, or the next attempt after a failure).
 	RenewRequestedAt *time.Time
+	// MailboxUser is the provider user resolved for the channel's current
+	// address (zero when none is).
+	MailboxUser MailboxUser
+	// Stored reports which of ids a folder (of any customer) has stored as
+	// its subscription, in the lock's transaction: the lock holder needs no
+	// second connection while others wait for its lock.
+	Stored func(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 // FolderUpdate is what to write to a locked folder before its lock is
-// released. Retire runs first, then Clear, then Save, then RetryAt.
+// released. SaveUser and Retire run first, then Clear, then Save, then
+// RetryAt.
 type FolderUpdate struct {
+	// SaveUser stores the provider user resolved for the channel's address.
+	SaveUser *MailboxUser
 	// Retire moves the folder's subscription to the retired ones.
 	Retire bool
 	// Clear forgets the folder's subscription id, expiry and client state.
@@ -208,9 +248,18 @@ type SubscriptionOptions struct {
 	// RetryDelay is how long a folder whose provider call failed waits for
 	// the next attempt (default 1m); a Retry-After overrides it.
 	RetryDelay time.Duration
-	Metrics    *SubscriptionMetrics // nil: none
-	Now        func() time.Time
-	Log        *slog.Logger
+	// CreateTimeout is how long the provider's create may take (the graph
+	// client's own bound; default 35s). A caller with a shorter time budget
+	// (the toggles' REQUEST_TIMEOUT) leaves the folders it cannot give that
+	// time to the renewal job; a folder whose create may have been made
+	// anyway is tried again after it, when the provider has finished.
+	CreateTimeout time.Duration
+	// CleanupTimeout bounds finding and deleting the orphans of one folder
+	// (default 15s).
+	CleanupTimeout time.Duration
+	Metrics        *SubscriptionMetrics // nil: none
+	Now            func() time.Time
+	Log            *slog.Logger
 }
 
 // SubscriptionService keeps the provider subscriptions of channel folders
@@ -222,6 +271,8 @@ type SubscriptionService struct {
 	notifyURL string
 	lifetime  time.Duration
 	retry     time.Duration
+	createIn  time.Duration // the provider's create timeout
+	cleanup   time.Duration
 	metrics   *SubscriptionMetrics
 	now       func() time.Time
 	log       *slog.Logger
@@ -236,6 +287,12 @@ func NewSubscriptionService(o SubscriptionOptions) *SubscriptionService {
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = time.Minute
 	}
+	if o.CreateTimeout <= 0 {
+		o.CreateTimeout = 35 * time.Second
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 15 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -244,7 +301,7 @@ func NewSubscriptionService(o SubscriptionOptions) *SubscriptionService {
 	}
 	return &SubscriptionService{store: o.Store, provider: o.Provider,
 		notifyURL: strings.TrimRight(o.PublicBaseURL, "/") + NotificationPath, lifetime: o.Lifetime,
-		retry: o.RetryDelay, metrics: o.Metrics, now: o.Now, log: o.Log, throttle: newThrottle()}
+		retry: o.RetryDelay, createIn: o.CreateTimeout, cleanup: o.CleanupTimeout, metrics: o.Metrics, now: o.Now, log: o.Log, throttle: newThrottle()}
 }
 
 // NotificationURL is the address given to the provider for notifications
@@ -341,36 +398,127 @@ func errThrottled(until time.Time) error {
 }
 
 // create makes a subscription for the folder with its stored client state.
-// A 409 means one already exists for the resource (made by an earlier run
-// that died before storing it): ours (same resource and notification URL)
-// are deleted and the create is tried once more.
-func (s *SubscriptionService) create(ctx context.Context, t Target, clientState string, now time.Time) (ProviderSubscription, error) {
+// The provider makes a new subscription for every create, so one that may
+// have been made without our knowing (an earlier create that timed out or
+// failed with a 5xx) would live on beside the stored one, notifying and
+// counting toward the mailbox's limit: an orphan. After such a failure the
+// folder's orphans are deleted at once, and again before its next create
+// (inDoubt: the folder is due after a failure), when a create the provider
+// finished late has surely ended.
+//
+// It returns the mailbox user it resolved, to be stored (nil when the
+// stored one was used), whatever the create's outcome.
+func (s *SubscriptionService) create(ctx context.Context, lf LockedFolder, inDoubt bool, now time.Time) (ProviderSubscription, *MailboxUser, error) {
+	t, clientState := lf.Target, lf.ClientState
 	tenant, err := t.Channel.GraphTenant()
 	if err != nil {
-		return ProviderSubscription{}, err
+		return ProviderSubscription{}, nil, err
 	}
-	req := NewProviderSubscription{Mailbox: t.Channel.EmailAddress, FolderID: t.Folder.ExternalFolderID,
+	user, resolved, err := s.mailboxUser(ctx, lf)
+	if err != nil {
+		return ProviderSubscription{}, nil, err
+	}
+	if inDoubt {
+		if err := s.removeOrphans(ctx, lf, user); err != nil {
+			return ProviderSubscription{}, resolved, fmt.Errorf("removing the folder's orphaned subscriptions: %w", err)
+		}
+	}
+	req := NewProviderSubscription{Mailbox: user, FolderID: t.Folder.ExternalFolderID,
 		NotificationURL: s.notifyURL, LifecycleNotificationURL: s.notifyURL, ClientState: clientState,
 		Expiration: now.Add(s.lifetime)}
 	sub, err := s.provider.Create(ctx, tenant, req)
-	if !errors.Is(err, ErrProviderConflict) {
-		return sub, err
-	}
-	list, lerr := s.provider.List(ctx, tenant)
-	if lerr != nil {
-		return ProviderSubscription{}, fmt.Errorf("%w; listing the tenant's subscriptions: %w", err, lerr)
-	}
-	resource := SubscriptionResource(req.Mailbox, req.FolderID)
-	for _, l := range list {
-		if sameResource(l.Resource, resource) && strings.EqualFold(l.NotificationURL, s.notifyURL) {
-			if derr := s.provider.Delete(ctx, tenant, l.ID); derr != nil && !errors.Is(derr, ErrProviderNotFound) {
-				return ProviderSubscription{}, fmt.Errorf("%w; deleting the stale subscription: %w", err, derr)
-			}
-			s.log.InfoContext(ctx, "deleted a stale provider subscription", "folderID", t.Folder.ID)
+	if errors.Is(err, ErrProviderMaybeCreated) && s.fits(ctx, s.cleanup) {
+		cctx, cancel := context.WithTimeout(ctx, s.cleanup)
+		defer cancel()
+		if cerr := s.removeOrphans(cctx, lf, user); cerr != nil {
+			s.log.WarnContext(ctx, "orphaned subscriptions not removed; retried before the next create", "folderID", t.Folder.ID, "error", errorText(cerr))
 		}
 	}
-	return s.provider.Create(ctx, tenant, req)
+	return sub, resolved, err
 }
+
+// removeOrphans deletes the provider subscriptions of the folder's resource
+// and the platform's notification URL that are not the folder's stored one
+// and that no other folder has stored (never another folder's, whoever's
+// it is); when the provider reports client states, only those with the
+// folder's.
+func (s *SubscriptionService) removeOrphans(ctx context.Context, lf LockedFolder, user string) error {
+	t, clientState := lf.Target, lf.ClientState
+	tenant, err := t.Channel.GraphTenant()
+	if err != nil {
+		return err
+	}
+	list, err := s.provider.List(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	// The folder's resource names the mailbox by its user id; subscriptions
+	// made before the address was resolved name it by the address.
+	resource := SubscriptionResource(user, t.Folder.ExternalFolderID)
+	byAddress := SubscriptionResource(t.Channel.EmailAddress, t.Folder.ExternalFolderID)
+	var candidates []string
+	for _, l := range list {
+		if l.ID != t.Folder.SubscriptionID && (sameResource(l.Resource, resource) || sameResource(l.Resource, byAddress)) &&
+			strings.EqualFold(l.NotificationURL, s.notifyURL) &&
+			(l.ClientState == "" || l.ClientState == clientState) {
+			candidates = append(candidates, l.ID)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	stored, err := lf.Stored(ctx, candidates)
+	if err != nil {
+		return err
+	}
+	for _, id := range candidates {
+		if stored[id] {
+			continue
+		}
+		if err := s.provider.Delete(ctx, tenant, id); err != nil && !errors.Is(err, ErrProviderNotFound) {
+			return err
+		}
+		s.metrics.orphan()
+		s.log.InfoContext(ctx, "deleted an orphaned provider subscription", "folderID", t.Folder.ID, "subscriptionID", id)
+	}
+	return nil
+}
+
+// mailboxUser returns the provider's id of the locked folder's mailbox:
+// the one stored for the channel's current address, else resolved now
+// (GET /users/{address}, then by proxy address), returned to be stored.
+// Graph's paths and subscription resources take only a user's id or
+// userPrincipalName; an alias fails there with 404 ErrorInvalidUser.
+func (s *SubscriptionService) mailboxUser(ctx context.Context, lf LockedFolder) (string, *MailboxUser, error) {
+	c := lf.Channel
+	if u := lf.MailboxUser; u.ID != "" && u.Address == c.EmailAddress {
+		return u.ID, nil, nil
+	}
+	tenant, err := c.GraphTenant()
+	if err != nil {
+		return "", nil, err
+	}
+	u, err := s.provider.ResolveMailbox(ctx, tenant, c.EmailAddress)
+	if errors.Is(err, ErrProviderNotFound) {
+		return "", nil, fmt.Errorf("no user of tenant %s has the mailbox address %s: %w", tenant, c.EmailAddress, err)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("resolving the mailbox address %s: %w", c.EmailAddress, err)
+	}
+	u.Address = c.EmailAddress
+	s.log.InfoContext(ctx, "mailbox address resolved", "channelID", c.ID, "userID", u.ID)
+	return u.ID, &u, nil
+}
+
+// fits reports whether ctx leaves at least d (a margin for the answer
+// included) before its deadline, if it has one.
+func (s *SubscriptionService) fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) >= d+answerMargin
+}
+
+// answerMargin is kept of a request's budget for writing its answer.
+const answerMargin = 2 * time.Second
 
 func activeOutcome(f Folder, outcome string) FolderOutcome {
 	return FolderOutcome{FolderID: f.ID, ExternalFolderID: f.ExternalFolderID, AutoRetrieveEmails: f.AutoRetrieveEmails,
@@ -422,18 +570,25 @@ func (s *SubscriptionService) ensure(ctx context.Context, customerID, folderID i
 			out = failedOutcome(f, errThrottled(until))
 			return FolderUpdate{RetryAt: &until}, nil
 		}
-		sub, err := s.create(ctx, lf.Target, lf.ClientState, now)
+		sub, user, err := s.create(ctx, lf, lf.RenewRequestedAt != nil, now)
 		if err != nil {
 			s.metrics.create(false)
-			at := s.failure(lf.Channel.ProviderTenantID, err, now, s.retry)
+			delay, from := s.retry, now
+			if errors.Is(err, ErrProviderMaybeCreated) {
+				// Once the provider has surely finished the create (as
+				// long again as we waited for it), the next attempt finds
+				// what it made.
+				delay, from = min(delay, s.createIn), s.now()
+			}
+			at := s.failure(lf.Channel.ProviderTenantID, err, from, delay)
 			out = failedOutcome(f, err)
 			s.log.WarnContext(ctx, "provider subscription not created", "folderID", f.ID, "error", errorText(err))
-			return FolderUpdate{RetryAt: &at}, nil
+			return FolderUpdate{SaveUser: user, RetryAt: &at}, nil
 		}
 		s.metrics.create(true)
 		f.SubscriptionID, f.SubscriptionExpiration = sub.ID, ptr(sub.Expiration.UTC())
 		out = activeOutcome(f, OutcomeSubscribed)
-		return FolderUpdate{Save: &sub, CatchUpAt: &now}, nil
+		return FolderUpdate{SaveUser: user, Save: &sub, CatchUpAt: &now}, nil
 	})
 	if err != nil {
 		return FolderOutcome{}, err
@@ -520,6 +675,10 @@ func (s *SubscriptionService) sync(ctx context.Context, customerID, channelID in
 			out = append(out, failedOutcome(f, ErrTenantNotConnected))
 		case !shouldSubscribe(Target{Folder: f, Channel: c}):
 			out = append(out, activeOutcome(f, OutcomeNone))
+		case f.SubscriptionID == "" && !s.fits(ctx, s.createIn+s.cleanup):
+			// The caller's time budget cannot hold a create: the renewal
+			// job makes it (it lists folders that should have one).
+			out = append(out, failedOutcome(f, errors.New("not attempted within this request's time; the renewal job makes it")))
 		default:
 			o, err := s.ensure(ctx, customerID, f.ID, false)
 			if err != nil {

@@ -14,13 +14,15 @@ import (
 )
 
 const folderCols = `folder_id, customer_id, channel_id, external_folder_id, display_name, auto_retrieve_emails,
-	coalesce(provider_subscription_id, ''), provider_subscription_expiration, last_notification_at, last_import_at, created_at`
+	coalesce(provider_subscription_id, ''), provider_subscription_expiration, last_notification_at, last_import_at, created_at,
+	skipped_messages, last_skip_reason, last_skip_at`
 
 func scanFolder(row pgx.Row) (mail.Folder, error) {
 	var f mail.Folder
 	err := row.Scan(&f.ID, &f.CustomerID, &f.ChannelID, &f.ExternalFolderID, &f.DisplayName, &f.AutoRetrieveEmails,
-		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt)
-	for _, t := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt} {
+		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt,
+		&f.SkippedMessages, &f.LastSkipReason, &f.LastSkipAt)
+	for _, t := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt, f.LastSkipAt} {
 		if t != nil {
 			*t = t.UTC()
 		}

@@ -31,7 +31,9 @@ func importTargetSQL(where string) string {
 		CASE WHEN ` + tenantConnected + ` THEN c.provider_tenant_id ELSE '' END,
 		f.external_folder_id, ` + subscribable + `,
 		CASE WHEN f.delta_link_source = ` + importSource + ` THEN coalesce(f.delta_link, '') ELSE '' END,
-		f.import_requests, ` + importSource + `
+		f.import_requests, ` + importSource + `,
+		coalesce((SELECT u.user_id FROM mailbox_users u WHERE u.customer_id = c.customer_id AND u.channel_id = c.channel_id
+			AND u.address = c.email_address), '')
 		FROM channel_folders f JOIN channels c ON c.customer_id = f.customer_id AND c.channel_id = f.channel_id
 		WHERE ` + where
 }
@@ -40,7 +42,7 @@ func scanImportTarget(row pgx.Row) (importer.Target, string, error) {
 	var t importer.Target
 	var source string
 	err := row.Scan(&t.CustomerID, &t.ChannelID, &t.FolderID, &t.Mailbox, &t.TenantID, &t.ExternalFolderID,
-		&t.Importable, &t.DeltaLink, &t.Requests, &source)
+		&t.Importable, &t.DeltaLink, &t.Requests, &source, &t.MailboxUserID)
 	return t, source, err
 }
 
@@ -191,19 +193,33 @@ func (l *importLease) ClearDeltaLink(ctx context.Context) error {
 		WHERE customer_id = $1 AND folder_id = $2`)
 }
 
-func (l *importLease) Succeeded(ctx context.Context, deltaLink string, published int, at time.Time) error {
+func (l *importLease) Succeeded(ctx context.Context, res importer.RoundResult, at time.Time) error {
 	l.mu.Lock()
 	source := l.source
 	l.mu.Unlock()
+	var skip string
+	if n := len(res.Unimportable); n > 0 {
+		last := res.Unimportable[n-1]
+		skip = cut(last.Reason+": message "+last.MessageID+": "+last.Detail, 1000)
+	}
 	return l.exec(ctx, `UPDATE channel_folders SET delta_link = $3, delta_link_source = $4, delta_link_at = $5,
-		last_import_at = $5, last_import_error = '', imported_total = imported_total + $6
-		WHERE customer_id = $1 AND folder_id = $2`, deltaLink, source, at, published)
+		last_import_at = $5, last_import_error = '', imported_total = imported_total + $6,
+		skipped_messages = skipped_messages + $7,
+		last_skip_reason = CASE WHEN $7 > 0 THEN $8 ELSE last_skip_reason END,
+		last_skip_at = CASE WHEN $7 > 0 THEN $5 ELSE last_skip_at END
+		WHERE customer_id = $1 AND folder_id = $2`, res.DeltaLink, source, at, res.Published, len(res.Unimportable), skip)
+}
+
+// cut keeps at most n runes of s.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }
 
 func (l *importLease) Failed(ctx context.Context, reason string, at time.Time) error {
-	if r := []rune(reason); len(r) > 1000 {
-		reason = string(r[:1000])
-	}
+	reason = cut(reason, 1000)
 	return l.exec(ctx, `UPDATE channel_folders SET last_import_error = $3 WHERE customer_id = $1 AND folder_id = $2`, reason)
 }
 

@@ -110,10 +110,10 @@ func TestImportLeaseStateAndExclusion(t *testing.T) {
 	if err != nil || tg.Requests != 1 || tg.DeltaLink != "" || !tg.Importable {
 		t.Fatalf("load %+v, %v", tg, err)
 	}
-	if err := lease.Succeeded(ctx, "https://graph/delta?token=1", 7, clock); err != nil {
+	if err := lease.Succeeded(ctx, importer.RoundResult{DeltaLink: "https://graph/delta?token=1", Published: 7}, clock); err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Succeeded(ctx, "https://graph/delta?token=2", 3, clock.Add(time.Minute)); err != nil {
+	if err := lease.Succeeded(ctx, importer.RoundResult{DeltaLink: "https://graph/delta?token=2", Published: 3}, clock.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if err := lease.Failed(ctx, "graph: status 503", clock.Add(2*time.Minute)); err != nil {
@@ -136,7 +136,7 @@ func TestImportLeaseStateAndExclusion(t *testing.T) {
 		t.Fatalf("after the folder changed: %+v, %v", tg, err)
 	}
 	// The next success stores a link for the new provider folder.
-	if err := lease.Succeeded(ctx, "https://graph/delta?token=3", 0, clock); err != nil {
+	if err := lease.Succeeded(ctx, importer.RoundResult{DeltaLink: "https://graph/delta?token=3", Published: 0}, clock); err != nil {
 		t.Fatal(err)
 	}
 	if tg, err := s.ImportTarget(ctx, 1, c.ID, fs[0].ID); err != nil || tg.DeltaLink != "https://graph/delta?token=3" {
@@ -151,7 +151,7 @@ func TestImportLeaseStateAndExclusion(t *testing.T) {
 
 	lease.Release()
 	lease.Release() // a second release is harmless
-	if err := lease.Succeeded(ctx, "late", 1, clock); err == nil {
+	if err := lease.Succeeded(ctx, importer.RoundResult{DeltaLink: "late", Published: 1}, clock); err == nil {
 		t.Fatal("a released lease still writes")
 	}
 	again, ok, err := locks.TryLockImport(ctx, 1, fs[0].ID)
@@ -194,7 +194,7 @@ func TestImportLeaseLostWithItsConnection(t *testing.T) {
 	if err := lease.Alive(ctx); err == nil {
 		t.Fatal("a lease whose connection is gone is alive")
 	}
-	if err := lease.Succeeded(ctx, "https://graph/delta?stale", 1, clock); err == nil {
+	if err := lease.Succeeded(ctx, importer.RoundResult{DeltaLink: "https://graph/delta?stale", Published: 1}, clock); err == nil {
 		t.Fatal("a lease whose connection is gone stored a delta link")
 	}
 	next, ok, err := locks.TryLockImport(ctx, 1, fs[0].ID)

@@ -31,10 +31,11 @@ func scanTarget(row pgx.Row) (mail.Target, error) {
 	f, c := &t.Folder, &t.Channel
 	err := row.Scan(&f.ID, &f.CustomerID, &f.ChannelID, &f.ExternalFolderID, &f.DisplayName, &f.AutoRetrieveEmails,
 		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt,
+		&f.SkippedMessages, &f.LastSkipReason, &f.LastSkipAt,
 		&t.ClientState,
 		&c.ID, &c.CustomerID, &c.Name, &c.Kind, &c.EmailAddress, &c.Provider, &c.ProviderTenantID,
 		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &c.TenantConnected)
-	for _, tm := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt} {
+	for _, tm := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt, f.LastSkipAt} {
 		if tm != nil {
 			*tm = tm.UTC()
 		}
@@ -56,10 +57,14 @@ const maxMailboxTargets = 20
 
 // TargetsByMailbox returns the folders with the provider folder id
 // externalFolderID (exact, case-sensitive) of the live channels whose
-// mailbox is mailbox (without case): one per customer that registered it.
+// mailbox is mailbox (without case), by address or by the provider user id
+// resolved for their current address (the subscriptions' resources name
+// that id): one per customer that registered it.
 func (s *Store) TargetsByMailbox(ctx context.Context, mailbox, externalFolderID string) ([]mail.Target, error) {
 	return postgres.Collect(ctx, s.db, "folder", targetSQL(`external_folder_id = $2 AND channel_id IN
-		(SELECT channel_id FROM channels WHERE email_address = lower($1) AND NOT is_deleted)`)+`
+		(SELECT c.channel_id FROM channels c WHERE NOT c.is_deleted AND (c.email_address = lower($1)
+			OR EXISTS (SELECT 1 FROM mailbox_users u WHERE lower(u.user_id) = lower($1) AND u.customer_id = c.customer_id
+				AND u.channel_id = c.channel_id AND u.address = c.email_address)))`)+`
 		ORDER BY f.folder_id LIMIT $3`, scanTarget, mailbox, externalFolderID, maxMailboxTargets)
 }
 

@@ -188,7 +188,14 @@ func TestTargetsByMailbox(t *testing.T) {
 	}
 	_, other := mustMailChannel(t, s, 1, "other@contoso.com", true, "inbox")
 	setSubscription(t, pool, a[0].ID, "sub-a", "state-a", clock)
-	_ = other
+	// The user id resolved for other's address names it too; one resolved
+	// for an address the channel no longer has does not.
+	if err := s.SaveMailboxUser(ctx, 1, other[0].ChannelID, mail.MailboxUser{Address: "other@contoso.com", ID: "0e5b7c1a-1111-4222-8333-444455556666"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveMailboxUser(ctx, 2, b[0].ChannelID, mail.MailboxUser{Address: "old@contoso.com", ID: "0e5b7c1a-9999-4222-8333-444455556666"}); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name     string
@@ -202,6 +209,8 @@ func TestTargetsByMailbox(t *testing.T) {
 		{"folder ids are case-sensitive", "shared@contoso.com", "aamk=", nil},
 		{"unknown mailbox", "nobody@contoso.com", "inbox", nil},
 		{"GUID mailbox finds nothing", "9f4a2c1e-3b5d-4e6f-8a7b-0c1d2e3f4a5b", "inbox", nil},
+		{"resolved user id, any case", "0E5B7C1A-1111-4222-8333-444455556666", "inbox", []int64{other[0].ID}},
+		{"user id resolved for an old address", "0e5b7c1a-9999-4222-8333-444455556666", "inbox", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

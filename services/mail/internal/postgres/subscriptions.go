@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
@@ -21,9 +22,13 @@ const lockedCols = `f.folder_id, f.customer_id, f.channel_id, f.external_folder_
 	coalesce(f.provider_subscription_id, ''), f.provider_subscription_expiration, f.last_notification_at, f.last_import_at, f.created_at,
 	c.channel_id, c.customer_id, c.name, c.kind, coalesce(c.email_address, ''), c.provider, c.provider_tenant_id,
 	c.auto_retrieve_emails, c.is_deleted, c.created_at,
-	coalesce(f.client_state, ''), f.renew_requested_at, ` + tenantConnected
+	coalesce(f.client_state, ''), f.renew_requested_at, ` + tenantConnected + `,
+	coalesce(u.address, ''), coalesce(u.user_id, ''), coalesce(u.user_principal_name, '')`
 
-const lockedFrom = ` FROM channel_folders f JOIN channels c ON c.channel_id = f.channel_id `
+// lockedFrom joins the mailbox user resolved for the channel's current
+// address (none for an older address).
+const lockedFrom = ` FROM channel_folders f JOIN channels c ON c.channel_id = f.channel_id
+	LEFT JOIN mailbox_users u ON u.customer_id = c.customer_id AND u.channel_id = c.channel_id AND u.address = c.email_address `
 
 // subscribable is the SQL of mail.Channel.Subscribable with both switches
 // on: the folder should have a subscription.
@@ -36,7 +41,8 @@ func scanLocked(row pgx.Row) (mail.LockedFolder, error) {
 	err := row.Scan(&f.ID, &f.CustomerID, &f.ChannelID, &f.ExternalFolderID, &f.DisplayName, &f.AutoRetrieveEmails,
 		&f.SubscriptionID, &f.SubscriptionExpiration, &f.LastNotificationAt, &f.LastImportAt, &f.CreatedAt,
 		&c.ID, &c.CustomerID, &c.Name, &c.Kind, &c.EmailAddress, &c.Provider, &c.ProviderTenantID,
-		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &lf.ClientState, &lf.RenewRequestedAt, &c.TenantConnected)
+		&c.AutoRetrieveEmails, &c.IsDeleted, &c.CreatedAt, &lf.ClientState, &lf.RenewRequestedAt, &c.TenantConnected,
+		&lf.MailboxUser.Address, &lf.MailboxUser.ID, &lf.MailboxUser.UserPrincipalName)
 	for _, t := range []*time.Time{f.SubscriptionExpiration, f.LastNotificationAt, f.LastImportAt, lf.RenewRequestedAt} {
 		if t != nil {
 			*t = t.UTC()
@@ -117,6 +123,7 @@ func (s *Store) WithFolderLock(ctx context.Context, customerID, folderID int64, 
 		if err != nil {
 			return err
 		}
+		lf.Stored = storedIn(tx)
 		upd, err := fn(ctx, lf)
 		if err != nil {
 			return err
@@ -148,6 +155,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, window time.Duratio
 			return err
 		}
 		claimed = true
+		lf.Stored = storedIn(tx)
 		upd, err := fn(ctx, lf)
 		if err != nil {
 			return err
@@ -167,6 +175,11 @@ func nonNil[T any](s []T) []T {
 // applyUpdate writes a locked folder's update.
 func applyUpdate(ctx context.Context, tx pgx.Tx, f mail.Folder, u mail.FolderUpdate) error {
 	folderID := f.ID
+	if u.SaveUser != nil {
+		if err := saveMailboxUser(ctx, tx, f.CustomerID, f.ChannelID, *u.SaveUser); err != nil {
+			return err
+		}
+	}
 	if u.Retire {
 		if err := retire(ctx, tx, `f.folder_id = $1`, folderID); err != nil {
 			return err
@@ -292,4 +305,58 @@ func (s *Store) CountExpiring(ctx context.Context, now time.Time, window time.Du
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM channel_folders WHERE provider_subscription_id IS NOT NULL
 		AND provider_subscription_expiration <= $1`, now.Add(window)).Scan(&n)
 	return n, postgres.Error(err, "folder")
+}
+
+// storedIn is LockedFolder.Stored in the lock's transaction: which of ids
+// a folder of any customer has stored as its subscription (the orphan
+// cleanup never deletes those). In the transaction, so that a lock holder
+// needs no second connection while others wait for its lock.
+func storedIn(tx pgx.Tx) func(ctx context.Context, ids []string) (map[string]bool, error) {
+	return func(ctx context.Context, ids []string) (map[string]bool, error) {
+		rows, err := tx.Query(ctx, `SELECT provider_subscription_id FROM channel_folders WHERE provider_subscription_id = ANY($1)`, ids)
+		if err != nil {
+			return nil, postgres.Error(err, "folder")
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, postgres.Error(err, "folder")
+		}
+		out := make(map[string]bool, len(found))
+		for _, id := range found {
+			out[id] = true
+		}
+		return out, nil
+	}
+}
+
+// MailboxUser returns the provider user stored for the customer's channel
+// (zero when none was resolved yet).
+func (s *Store) MailboxUser(ctx context.Context, customerID, channelID int64) (mail.MailboxUser, error) {
+	var u mail.MailboxUser
+	err := s.db.QueryRow(ctx, `SELECT address, user_id, user_principal_name FROM mailbox_users
+		WHERE customer_id = $1 AND channel_id = $2`, customerID, channelID).Scan(&u.Address, &u.ID, &u.UserPrincipalName)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mail.MailboxUser{}, nil
+	}
+	return u, postgres.Error(err, "channel")
+}
+
+// SaveMailboxUser stores the provider user resolved for the customer's
+// channel's address u.Address.
+func (s *Store) SaveMailboxUser(ctx context.Context, customerID, channelID int64, u mail.MailboxUser) error {
+	return postgres.Error(saveMailboxUser(ctx, s.db, customerID, channelID, u), "channel")
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// saveMailboxUser touches no channel or folder row (see migration 007).
+func saveMailboxUser(ctx context.Context, db execer, customerID, channelID int64, u mail.MailboxUser) error {
+	_, err := db.Exec(ctx, `INSERT INTO mailbox_users (customer_id, channel_id, address, user_id, user_principal_name, resolved_at)
+		VALUES ($1, $2, $3, $4, $5, now())
+		ON CONFLICT (customer_id, channel_id) DO UPDATE SET address = excluded.address, user_id = excluded.user_id,
+			user_principal_name = excluded.user_principal_name, resolved_at = excluded.resolved_at`,
+		customerID, channelID, u.Address, u.ID, u.UserPrincipalName)
+	return err
 }

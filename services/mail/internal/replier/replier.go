@@ -132,6 +132,9 @@ type Store interface {
 	// Channel returns a channel of the customer, deleted or not (apperr
 	// NotFound when it has none of that id).
 	Channel(ctx context.Context, customerID, channelID int64) (mail.Channel, error)
+	// MailboxUser returns the provider user resolved for the channel's
+	// mailbox (zero when none was).
+	MailboxUser(ctx context.Context, customerID, channelID int64) (mail.MailboxUser, error)
 	// ClaimReply creates the reply's row (pending) unless it exists, locks
 	// it and, when it is pending, settles it (req.Settle) or makes it
 	// sending with attempts+1 and req.LeaseUntil.
@@ -371,8 +374,16 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 		Text:    data.Text,
 		Headers: map[string]string{HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
 	}
+	// Graph's paths take the mailbox user's id (an alias fails there); a
+	// channel not resolved yet is named by its address, as before.
+	mailbox := ch.EmailAddress
+	if u, err := h.store.MailboxUser(ctx, ch.CustomerID, ch.ID); err != nil {
+		return MethodSendMail, err
+	} else if u.ID != "" && u.Address == ch.EmailAddress {
+		mailbox = u.ID
+	}
 	if data.ReplyToProviderID != "" {
-		err := h.sender.Reply(ctx, tenant, ch.EmailAddress, data.ReplyToProviderID, m)
+		err := h.sender.Reply(ctx, tenant, mailbox, data.ReplyToProviderID, m)
 		if !graph.IsNotFound(err) {
 			return MethodReply, err
 		}
@@ -382,7 +393,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 		log.InfoContext(ctx, "the end user's mail is gone from the mailbox; sending a new mail", "providerID", data.ReplyToProviderID)
 	}
 	m.To = []graph.Address{{Name: data.To.Name, Address: strings.TrimSpace(data.To.Address)}}
-	return MethodSendMail, h.sender.SendMail(ctx, tenant, ch.EmailAddress, m)
+	return MethodSendMail, h.sender.SendMail(ctx, tenant, mailbox, m)
 }
 
 // delay is the wait before the redelivery after delivery n (from 1): the
