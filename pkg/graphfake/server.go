@@ -41,6 +41,9 @@ type Options struct {
 	AttachmentPageSize int
 	// Log receives the fake's diagnostics (failed handshakes, deliveries); nil discards them.
 	Log *slog.Logger
+	// MailboxLimits are Graph's per app and mailbox limits on mail paths (throttle.go); the zero
+	// value enforces Graph's own, as the real service does.
+	MailboxLimits MailboxLimits
 }
 
 // Subscription is a snapshot of one live subscription.
@@ -97,6 +100,7 @@ type Server struct {
 	mail           mailState // mailboxes, delta links, sent mail (mailbox.go)
 
 	attachmentPageSize int
+	throttle           *throttleState // mailbox limits (throttle.go)
 }
 
 type stored struct {
@@ -128,6 +132,7 @@ func New(o Options) *Server {
 		mail:          newMailState(o.NotificationDuplicates),
 
 		attachmentPageSize: o.AttachmentPageSize,
+		throttle:           newThrottleState(o.MailboxLimits),
 	}
 	if len(o.Tenants) > 0 {
 		s.tenants = map[string]bool{}
@@ -158,7 +163,16 @@ func New(o Options) *Server {
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	done, throttled := s.mailboxGate(w, r)
+	if throttled {
+		return
+	}
+	if done != nil {
+		defer done()
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Throttle makes the next n API calls (subscriptions and mail) answer 429 with Graph's TooManyRequests body
 // and, unless retryAfter is empty, that Retry-After header (Graph sends seconds, e.g. "2.128").
