@@ -76,7 +76,14 @@ type Limiter struct {
 
 	logMu      sync.Mutex
 	lastOutage time.Time
+	// downUntil: after a failed command Redis is not asked again for
+	// outageBackoff, so that every call does not wait for a dial timeout.
+	downUntil time.Time
 }
+
+// outageBackoff is how long the limiter stays per process after Redis
+// failed a command.
+const outageBackoff = 5 * time.Second
 
 // New returns a limiter whose keys start with prefix (REDIS_PREFIX); reg
 // may be nil.
@@ -146,6 +153,10 @@ func (l *Limiter) keys(key string) []string {
 // an outage of Redis does not stop mail; Graph's 429s, which the client
 // honours, are the backstop then.
 func (l *Limiter) Acquire(ctx context.Context, key string) (func(), error) {
+	if l.down() {
+		l.m.acquired.WithLabelValues("local").Inc()
+		return l.local.Acquire(ctx, key)
+	}
 	keys := l.keys(key)
 	id := randid.Hex(12)
 	poll := pollMin
@@ -234,11 +245,19 @@ func (l *Limiter) hold(leases, id string) func() {
 	}
 }
 
-// outage logs Redis failures at most once a minute.
+func (l *Limiter) down() bool {
+	l.logMu.Lock()
+	defer l.logMu.Unlock()
+	return time.Now().Before(l.downUntil)
+}
+
+// outage notes a Redis failure (the limiter is per process for
+// outageBackoff) and logs at most once a minute.
 func (l *Limiter) outage(err error) {
 	l.m.errors.Inc()
 	l.logMu.Lock()
 	defer l.logMu.Unlock()
+	l.downUntil = time.Now().Add(outageBackoff)
 	if time.Since(l.lastOutage) < time.Minute {
 		return
 	}
