@@ -581,6 +581,9 @@ func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 	e.clock.Advance(time.Second)
 	waitFor(t, "the parked import", func() bool { return len(q.requests()) == 1 })
 	waitFor(t, "the park to empty", func() bool { return n.Parked() == 0 })
+	if b := n.ParkedBytes(); b != 0 {
+		t.Errorf("the empty park counts %d bytes", b)
+	}
 	if r := q.requests()[0]; r.FolderID != f.ID || r.Reason != contracts.ImportNotification {
 		t.Errorf("import %+v", r)
 	}
@@ -609,6 +612,9 @@ func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
 	}
 	e.clock.Advance(31 * time.Second) // 3 min and 1 s after it was parked
 	waitFor(t, "the park to empty", func() bool { return n.Parked() == 0 })
+	if b := n.ParkedBytes(); b != 0 {
+		t.Errorf("the empty park counts %d bytes", b)
+	}
 	if got := counter(t, e.reg, "mail_notifications_dropped_total", "reason", mail.DropParkedExpired); got != 2 {
 		t.Errorf("dropped parked-expired = %v, want 2", got)
 	}
