@@ -102,12 +102,11 @@ func TestWebhookBodies(t *testing.T) {
 }
 
 // Microsoft's documentation example of a mail notification: its
-// subscription is not ours (nor one being made), so it queues nothing; it is
-// parked a few minutes in case its id is about to be stored, and answered
-// 2xx.
+// subscription is not ours, and no create is in flight with its client
+// state, so it queues nothing, is not parked, and is answered 2xx.
 func TestWebhookDocumentationExampleUnknownSubscription(t *testing.T) {
 	t.Parallel()
-	before := metric(t, "mailingest", "mail_notifications_parked_total")
+	before := metric(t, "mailingest", "mail_notifications_dropped_total", `reason="unknown"`)
 	doc := `{
   "value": [
     {
@@ -131,13 +130,79 @@ func TestWebhookDocumentationExampleUnknownSubscription(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("%d %s", status, body)
 	}
-	var res struct{ Received, Queued, Parked int }
-	if err := json.Unmarshal(body, &res); err != nil || res.Received != 1 || res.Queued != 0 || res.Parked != 1 {
+	var res struct{ Received, Queued, Parked, Dropped int }
+	if err := json.Unmarshal(body, &res); err != nil || res.Received != 1 || res.Queued != 0 || res.Parked != 0 || res.Dropped != 1 {
 		t.Fatalf("answer %s", body)
 	}
-	if after := metric(t, "mailingest", "mail_notifications_parked_total"); after != before+1 {
-		t.Fatalf("parked %v -> %v", before, after)
+	if after := metric(t, "mailingest", "mail_notifications_dropped_total", `reason="unknown"`); after < before+1 {
+		t.Fatalf("dropped unknown %v -> %v", before, after)
 	}
+}
+
+// Issue 22 §2: anyone may post to the callback, so items with fields over
+// Graph's sizes (~100 KB ids and client states, a changeType Graph does not
+// have) are dropped before they reach anything that keeps them: 200,
+// counted as malformed, nothing parked or queued.
+func TestWebhookOversizedItemsDropped(t *testing.T) {
+	t.Parallel()
+	before := metric(t, "mailingest", "mail_notifications_dropped_total", `reason="malformed"`)
+	parked := metric(t, "mailingest", "mail_notifications_parked_total")
+	big := strings.Repeat("A", 100<<10)
+	items := []map[string]any{
+		{"subscriptionId": big, "clientState": "c", "changeType": "created"},
+		{"subscriptionId": newGUID(), "clientState": big, "changeType": "created"},
+		{"subscriptionId": newGUID(), "clientState": "c", "changeType": "created", "tenantId": big},
+		{"subscriptionId": newGUID(), "clientState": "c", "changeType": "created", "resource": big},
+		{"subscriptionId": newGUID(), "clientState": "c", "changeType": "created" + big},
+	}
+	raw, err := json.Marshal(map[string]any{"value": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _, body := post(t, "/api/ProviderWebhook", "application/json", raw)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	var res struct{ Received, Queued, Parked, Dropped int }
+	if err := json.Unmarshal(body, &res); err != nil || res.Received != 5 || res.Dropped != 5 || res.Parked != 0 || res.Queued != 0 {
+		t.Fatalf("answer %s", body)
+	}
+	if after := metric(t, "mailingest", "mail_notifications_dropped_total", `reason="malformed"`); after < before+5 {
+		t.Fatalf("dropped malformed %v -> %v", before, after)
+	}
+	if after := metric(t, "mailingest", "mail_notifications_parked_total"); after != parked {
+		t.Fatalf("parked %v -> %v", parked, after)
+	}
+}
+
+// Graph may notify while the create call is still returning, before the new
+// id is stored: those notifications carry the client state stored before
+// the create, so they are parked, and queue the folder's import once the id
+// is stored. Not parallel: the fake notifies on every create meanwhile.
+func TestNotificationDuringCreateParked(t *testing.T) {
+	graph.SetNotifyOnCreate(2)
+	t.Cleanup(func() { graph.SetNotifyOnCreate(0) })
+	parked := metric(t, "mailingest", "mail_notifications_parked_total")
+	unknown := metric(t, "mailingest", "mail_notifications_dropped_total", `reason="unknown"`)
+	tn := newTenant(t)
+	_, f := subscribedFolder(t, tn)
+	graph.SetNotifyOnCreate(0)
+	if after := metric(t, "mailingest", "mail_notifications_parked_total"); after < parked+2 {
+		t.Fatalf("parked %v -> %v, want the 2 notifications sent during the create", parked, after)
+	}
+	if after := metric(t, "mailingest", "mail_notifications_dropped_total", `reason="unknown"`); after != unknown {
+		t.Fatalf("dropped unknown %v -> %v", unknown, after)
+	}
+	// Released once the id is stored (the park's first retry is a second
+	// later): an import for the notification, besides the catch-up.
+	eventually(t, 10*time.Second, "the parked notifications' import", func() bool {
+		for _, r := range imports(t, f.FolderID) {
+			if r.Reason == contracts.ImportNotification {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func newGUID() string {

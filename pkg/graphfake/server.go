@@ -50,6 +50,9 @@ type Options struct {
 	// RedirectURIs, when not empty, are the only redirect URIs the sign-in and consent pages
 	// accept (the app registration's); empty accepts any absolute http(s) URI.
 	RedirectURIs []string
+	// MailboxLimits are Graph's per app and mailbox limits on mail paths (throttle.go); the zero
+	// value enforces Graph's own, as the real service does.
+	MailboxLimits MailboxLimits
 }
 
 // Subscription is a snapshot of one live subscription.
@@ -109,6 +112,7 @@ type Server struct {
 
 	attachmentPageSize int
 	allowHTTP          bool
+	throttle           *throttleState // mailbox limits (throttle.go)
 }
 
 type stored struct {
@@ -142,6 +146,7 @@ func New(o Options) *Server {
 
 		attachmentPageSize: o.AttachmentPageSize,
 		allowHTTP:          o.AllowHTTPNotificationURL,
+		throttle:           newThrottleState(o.MailboxLimits),
 	}
 	if len(o.Tenants) > 0 {
 		s.tenants = map[string]bool{}
@@ -172,7 +177,16 @@ func New(o Options) *Server {
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	done, throttled := s.mailboxGate(w, r)
+	if throttled {
+		return
+	}
+	if done != nil {
+		defer done()
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Throttle makes the next n API calls (subscriptions and mail) answer 429 with Graph's TooManyRequests body
 // and, unless retryAfter is empty, that Retry-After header (Graph sends seconds, e.g. "2.128").

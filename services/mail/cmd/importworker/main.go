@@ -24,6 +24,7 @@ import (
 	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
+	"supportplatform.dev/services/mail/internal/mailboxlimit"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/queue"
 	"supportplatform.dev/services/mail/internal/replier"
@@ -39,6 +40,8 @@ type Config struct {
 	PageSize           int           `env:"IMPORT_PAGE_SIZE" default:"50" desc:"messages per delta page asked of Graph (Prefer: odata.maxpagesize)"`
 	AttachmentMaxBytes int64         `env:"ATTACHMENT_MAX_BYTES" default:"26214400" desc:"largest attachment whose bytes are imported (the tickets service's cap, 25 MiB); larger ones are listed as skipped"`
 	Replies            replier.Config
+	// Mailbox is Graph's per-mailbox limit, held across replicas in Redis.
+	Mailbox mailboxlimit.Settings
 	graph.Settings
 	config.Common
 }
@@ -58,6 +61,9 @@ func (c Config) check() error {
 	if err := c.Replies.Check(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Mailbox.Check(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ClientID != "" && c.ClientSecret == "" || c.ClientID == "" && c.ClientSecret != "" {
 		errs = append(errs, errors.New("config: GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET go together"))
 	}
@@ -71,8 +77,9 @@ type MailGraph interface {
 	replier.Sender
 }
 
-// GraphFactory builds the Graph client from the config.
-type GraphFactory func(cfg Config, now func() time.Time) (MailGraph, error)
+// GraphFactory builds the Graph client from the config; its mail calls
+// take their mailbox slots from limiter (shared by every replica).
+type GraphFactory func(cfg Config, now func() time.Time, limiter graph.MailboxLimiter) (MailGraph, error)
 
 func main() { boot.Main("importworker", run) }
 
@@ -105,7 +112,13 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	g, err := graphs(cfg, deps.Now)
+	// The imports and the replies of every replica share Graph's limits
+	// per mailbox.
+	limiter, err := mailboxlimit.New(deps.Redis, cfg.RedisPrefix, cfg.Mailbox, deps.Log, deps.Server.Registry)
+	if err != nil {
+		return err
+	}
+	g, err := graphs(cfg, deps.Now, limiter)
 	if err != nil {
 		return fmt.Errorf("graph: %w", err)
 	}

@@ -115,7 +115,7 @@ func (g *fakeGraph) SendMail(context.Context, string, string, graph.OutgoingMail
 
 func withGraph(g MailGraph, got *Config) servicetest.Run {
 	return func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-		return runWith(ctx, args, getenv, stdout, func(cfg Config, now func() time.Time) (MailGraph, error) {
+		return runWith(ctx, args, getenv, stdout, func(cfg Config, now func() time.Time, _ graph.MailboxLimiter) (MailGraph, error) {
 			*got = cfg
 			return g, nil
 		})

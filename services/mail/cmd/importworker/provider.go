@@ -12,7 +12,7 @@ import (
 // newGraph is Microsoft Graph through the app of GRAPH_*; without one,
 // a Graph that refuses every call (imports and replies fail and are
 // retried).
-func newGraph(cfg Config, now func() time.Time) (MailGraph, error) {
+func newGraph(cfg Config, now func() time.Time, limiter graph.MailboxLimiter) (MailGraph, error) {
 	if !cfg.Configured() {
 		return unconfigured{}, nil
 	}
@@ -22,7 +22,7 @@ func newGraph(cfg Config, now func() time.Time) (MailGraph, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = graph.DefaultTimeout
 	return graph.New(graph.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.TokenURL,
-		BaseURL: cfg.BaseURL, HTTPClient: &http.Client{Transport: transport}, Now: now})
+		BaseURL: cfg.BaseURL, HTTPClient: &http.Client{Transport: transport}, Now: now, Limiter: limiter})
 }
 
 // unconfigured refuses every call with graph.ErrNotConfigured.

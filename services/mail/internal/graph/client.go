@@ -74,8 +74,11 @@ type Config struct {
 	// Now is the clock for token expiry and HTTP-date Retry-After values; nil uses time.Now.
 	Now func() time.Time
 	// MailboxConcurrency bounds the concurrent mail calls per tenant and mailbox in this process;
-	// 0 uses DefaultMailboxConcurrency (Graph's limit).
+	// 0 uses DefaultMailboxConcurrency (Graph's limit). Ignored when Limiter is set.
 	MailboxConcurrency int
+	// Limiter, when not nil, bounds the mail calls per tenant and mailbox instead: Graph's limit
+	// holds per app across every process that calls it (internal/mailboxlimit, in Redis).
+	Limiter MailboxLimiter
 	// MailRetries is how often a throttled mail call is repeated; 0 uses DefaultMailRetries, a
 	// negative value none.
 	MailRetries int
@@ -92,7 +95,7 @@ type Client struct {
 	baseURL                string
 	http                   *http.Client
 	now                    func() time.Time
-	mailboxes              *mailboxLimiter
+	mailboxes              MailboxLimiter
 	mailRetries            int
 	sleep                  func(ctx context.Context, d time.Duration) error
 	callTimeout            time.Duration
@@ -151,6 +154,9 @@ func New(cfg Config) (*Client, error) {
 		n = DefaultMailboxConcurrency
 	}
 	c.mailboxes = newMailboxLimiter(n)
+	if cfg.Limiter != nil {
+		c.mailboxes = cfg.Limiter
+	}
 	switch c.mailRetries = cfg.MailRetries; {
 	case c.mailRetries == 0:
 		c.mailRetries = DefaultMailRetries

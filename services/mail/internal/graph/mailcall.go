@@ -36,6 +36,13 @@ const (
 	mailBackoffMax  = 30 * time.Second
 )
 
+// MailboxLimiter bounds the requests per tenant and mailbox (key). Acquire waits, bounded by ctx,
+// for a slot and returns the function that gives it back (safe to call more than once); a mail
+// call holds its slot from before the request until its reply is read.
+type MailboxLimiter interface {
+	Acquire(ctx context.Context, key string) (release func(), err error)
+}
+
 // mailboxLimiter bounds the concurrent requests per mailbox in this process. A mailbox's slots
 // exist while someone holds or waits for one, so the map does not grow with every mailbox seen.
 type mailboxLimiter struct {
@@ -53,9 +60,9 @@ func newMailboxLimiter(n int) *mailboxLimiter {
 	return &mailboxLimiter{n: n, slots: map[string]*mailboxSlots{}}
 }
 
-// acquire waits for one of key's slots and returns the function that gives it back (safe to call
+// Acquire waits for one of key's slots and returns the function that gives it back (safe to call
 // more than once).
-func (l *mailboxLimiter) acquire(ctx context.Context, key string) (func(), error) {
+func (l *mailboxLimiter) Acquire(ctx context.Context, key string) (func(), error) {
 	l.mu.Lock()
 	s, ok := l.slots[key]
 	if !ok {
@@ -144,7 +151,7 @@ func (c *Client) mailDo(ctx context.Context, tenant string, rq mailRequest) (res
 // mailAttempt makes one attempt, holding a mailbox slot; a 401 is repeated at once with a new
 // token, once per call (refreshed), because Graph refused a token that may have been revoked.
 func (c *Client) mailAttempt(ctx context.Context, tt *tenantToken, key string, rq mailRequest, raw []byte, refreshed *bool) (*http.Response, func(), error) {
-	release, err := c.mailboxes.acquire(ctx, key)
+	release, err := c.mailboxes.Acquire(ctx, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("graph: %s: %w", rq.op, err)
 	}

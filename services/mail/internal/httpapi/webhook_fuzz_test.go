@@ -71,6 +71,11 @@ func FuzzWebhookNotify(f *testing.F) {
 	f.Add("validationToken=%zz", []byte{})
 	f.Add("validationToken="+strings.Repeat("x", 1025), []byte{})
 	f.Add("other=1", []byte(`{"value":[{}]}`))
+	// Fields over Graph's sizes and values (the domain drops them first).
+	f.Add("", []byte(`{"value":[{"subscriptionId":"`+strings.Repeat("d", 4096)+`","clientState":"c"}]}`))
+	f.Add("", []byte(`{"value":[{"subscriptionId":"s","clientState":"`+strings.Repeat("c", 129)+`"}]}`))
+	f.Add("", []byte(`{"value":[{"subscriptionId":"s","changeType":"created,updated","tenantId":"`+strings.Repeat("t", 37)+`"}]}`))
+	f.Add("", []byte(`{"value":[{"subscriptionId":"s","resource":"`+strings.Repeat("r", 1025)+`","lifecycleEvent":"x"}]}`))
 	wh := &countingWebhook{}
 	h := newServer(f, wh)
 	f.Fuzz(func(t *testing.T, rawQuery string, body []byte) {

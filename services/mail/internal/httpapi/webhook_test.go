@@ -288,6 +288,7 @@ func (targetStore) TargetsByMailbox(context.Context, string, string) ([]mail.Tar
 func (targetStore) MarkNotified(context.Context, int64, time.Time) error                { return nil }
 func (targetStore) RequestRenewal(context.Context, int64, time.Time) error              { return nil }
 func (targetStore) SubscriptionRemoved(context.Context, int64, string, time.Time) error { return nil }
+func (targetStore) PendingTargets(context.Context, string) ([]mail.Target, error)       { return nil, nil }
 
 type switchQueue struct {
 	mu   sync.Mutex

@@ -7,16 +7,18 @@ import (
 
 // lookupCache remembers what a subscription id (or mailbox and folder)
 // resolved to: found targets for a short positive TTL, nothing for a
-// shorter negative one. It is bounded: when full, expired entries go first,
-// then arbitrary ones. A stale positive entry is harmless for its TTL: the
+// shorter negative one. It is bounded in entries and in estimated bytes:
+// when full, expired entries go first, then arbitrary ones. A stale positive entry is harmless for its TTL: the
 // import it queues is checked again by the import worker, and a changed
 // client state only makes items look forged until the entry expires.
 type lookupCache struct {
 	mu      sync.Mutex
 	entries map[string]cacheEntry
 	max     int
-	posTTL  time.Duration
-	negTTL  time.Duration
+	// maxBytes bounds bytes, the estimated memory of the entries.
+	maxBytes, bytes int
+	posTTL          time.Duration
+	negTTL          time.Duration
 }
 
 type cacheEntry struct {
@@ -24,8 +26,19 @@ type cacheEntry struct {
 	expires time.Time
 }
 
-func newLookupCache(max int, posTTL, negTTL time.Duration) *lookupCache {
-	return &lookupCache{entries: map[string]cacheEntry{}, max: max, posTTL: posTTL, negTTL: negTTL}
+func newLookupCache(max, maxBytes int, posTTL, negTTL time.Duration) *lookupCache {
+	return &lookupCache{entries: map[string]cacheEntry{}, max: max, maxBytes: maxBytes, posTTL: posTTL, negTTL: negTTL}
+}
+
+// entryBytes estimates what an entry holds: its key, the strings of its
+// targets and fixed overheads.
+func entryBytes(key string, targets []Target) int {
+	b := cacheEntryOverhead + len(key)
+	for _, t := range targets {
+		b += cacheTargetOverhead + len(t.ClientState) + len(t.Folder.ExternalFolderID) + len(t.Folder.DisplayName) +
+			len(t.Folder.SubscriptionID) + len(t.Channel.Name) + len(t.Channel.EmailAddress) + len(t.Channel.ProviderTenantID)
+	}
+	return b
 }
 
 // get returns the cached targets and whether there was a live entry.
@@ -54,18 +67,29 @@ func (c *lookupCache) put(key string, targets []Target, now time.Time) {
 	if len(targets) == 0 {
 		ttl = c.negTTL
 	}
+	size := entryBytes(key, targets)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
-		c.evict(now)
+	c.remove(key)
+	if len(c.entries) >= c.max || c.bytes+size > c.maxBytes {
+		c.evict(now, size)
 	}
 	c.entries[key] = cacheEntry{targets: targets, expires: now.Add(ttl)}
+	c.bytes += size
+}
+
+// remove deletes an entry and its bytes; c.mu is held.
+func (c *lookupCache) remove(key string) {
+	if e, ok := c.entries[key]; ok {
+		c.bytes -= entryBytes(key, e.targets)
+		delete(c.entries, key)
+	}
 }
 
 func (c *lookupCache) forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, key)
+	c.remove(key)
 }
 
 func (c *lookupCache) len() int {
@@ -74,19 +98,27 @@ func (c *lookupCache) len() int {
 	return len(c.entries)
 }
 
-// evict makes room for a tenth of the cache: expired entries, then any.
-func (c *lookupCache) evict(now time.Time) {
+// evict makes room for a tenth of the cache (entries and bytes) and an
+// entry of size bytes: expired entries, then any.
+func (c *lookupCache) evict(now time.Time, size int) {
 	for k, e := range c.entries {
 		if !now.Before(e.expires) {
-			delete(c.entries, k)
+			c.remove(k)
 		}
 	}
 	for k := range c.entries {
-		if len(c.entries) < c.max-c.max/10 {
+		if len(c.entries) < c.max-c.max/10 && c.bytes+size <= c.maxBytes-c.maxBytes/10 {
 			break
 		}
-		delete(c.entries, k)
+		c.remove(k)
 	}
+}
+
+// size returns the entries and their estimated bytes.
+func (c *lookupCache) size() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries), c.bytes
 }
 
 // tokenBucket is a token bucket on the injected clock; its owner locks.
@@ -127,19 +159,21 @@ func (b *tokenBucket) full(now time.Time) bool {
 	return b.tokens >= b.burst
 }
 
-// keyedLimiter is a token bucket per key in a bounded map. When the map is
-// full, idle keys (full buckets) are forgotten; if that is not enough the
-// map starts over, which only ever hands out more tokens, never fewer.
+// keyedLimiter is a token bucket per key in a map bounded in entries and
+// in estimated bytes (keys and overhead). When the map is full, idle keys
+// (full buckets) are forgotten; if that is not enough the map starts over,
+// which only ever hands out more tokens, never fewer.
 type keyedLimiter struct {
-	mu      sync.Mutex
-	buckets map[string]*tokenBucket
-	max     int
-	rate    float64
-	burst   int
+	mu              sync.Mutex
+	buckets         map[string]*tokenBucket
+	max             int
+	maxBytes, bytes int
+	rate            float64
+	burst           int
 }
 
-func newKeyedLimiter(max int, rate float64, burst int) *keyedLimiter {
-	return &keyedLimiter{buckets: map[string]*tokenBucket{}, max: max, rate: rate, burst: burst}
+func newKeyedLimiter(max, maxBytes int, rate float64, burst int) *keyedLimiter {
+	return &keyedLimiter{buckets: map[string]*tokenBucket{}, max: max, maxBytes: maxBytes, rate: rate, burst: burst}
 }
 
 func (l *keyedLimiter) allow(key string, now time.Time) bool {
@@ -147,18 +181,30 @@ func (l *keyedLimiter) allow(key string, now time.Time) bool {
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
-		if len(l.buckets) >= l.max {
+		size := limiterKeyOverhead + len(key)
+		full := func() bool { return len(l.buckets) >= l.max || l.bytes+size > l.maxBytes }
+		if full() {
 			for k, b := range l.buckets {
 				if b.full(now) {
 					delete(l.buckets, k)
+					l.bytes -= limiterKeyOverhead + len(k)
 				}
 			}
-			if len(l.buckets) >= l.max {
+			if full() {
 				clear(l.buckets)
+				l.bytes = 0
 			}
 		}
 		b = newTokenBucket(l.rate, l.burst, now)
 		l.buckets[key] = b
+		l.bytes += size
 	}
 	return b.take(now)
+}
+
+// size returns the keys and their estimated bytes.
+func (l *keyedLimiter) size() (keys, bytes int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets), l.bytes
 }

@@ -17,6 +17,8 @@ const (
 	DropUnknownLifecycle = "unknown-lifecycle" // a lifecycle event this service does not know
 	DropUnparseable      = "unparseable"       // neither a subscription id nor a folder resource
 	DropAmbiguous        = "ambiguous"         // the resource names several folders and clientState does not tell them apart
+	DropMalformed        = "malformed"         // a field exceeds Graph's sizes, or a changeType or lifecycleEvent Graph does not have
+	DropParkFull         = "park-full"         // a create is in flight for it, but the park is full (items or bytes)
 )
 
 // notifyMetrics are the notifier's collectors.
@@ -71,7 +73,7 @@ func newNotifyMetrics(reg *prometheus.Registry, log *slog.Logger) *notifyMetrics
 	m.publishes = register(m.publishes).(prometheus.Counter)
 	m.lookups = register(m.lookups).(prometheus.Counter)
 	for _, r := range []string{DropForged, DropUnknown, DropRetrievalOff, DropRateLimited, DropParkedExpired,
-		DropUnknownLifecycle, DropUnparseable, DropAmbiguous} {
+		DropUnknownLifecycle, DropUnparseable, DropAmbiguous, DropMalformed, DropParkFull} {
 		m.dropped.WithLabelValues(r) // exported at 0 from the start
 	}
 	for _, e := range []string{LifecycleReauthorizationRequired, LifecycleSubscriptionRemoved, LifecycleMissed} {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -22,10 +21,6 @@ const (
 	LifecycleSubscriptionRemoved     = "subscriptionRemoved"
 	LifecycleMissed                  = "missed"
 )
-
-// MaxSubscriptionIDLen is the longest subscription id the store can hold;
-// a longer one is unknown without a lookup.
-const MaxSubscriptionIDLen = 200
 
 // Notification is one item of a provider notification (Graph's change or
 // lifecycle notification).
@@ -58,6 +53,10 @@ type NotifierStore interface {
 	MarkNotified(ctx context.Context, folderID int64, at time.Time) error
 	RequestRenewal(ctx context.Context, folderID int64, at time.Time) error
 	SubscriptionRemoved(ctx context.Context, folderID int64, subscriptionID string, at time.Time) error
+	// PendingTargets are the folders waiting for the subscription create
+	// that carries clientState: their client state is stored (before the
+	// create call) and no subscription id yet.
+	PendingTargets(ctx context.Context, clientState string) ([]Target, error)
 }
 
 // ImportQueue queues folder imports; Import returns nil only once the
@@ -79,22 +78,29 @@ type NotifierOptions struct {
 	// token back.
 	UnknownLookupRate  float64
 	UnknownLookupBurst int
+	// CacheBytes bounds the lookup cache's estimated memory (4 MiB).
+	CacheBytes int
 	// SubscriptionRate and SubscriptionBurst bound the items of one
 	// subscription id (per second; 1,000, burst 2,000) among at most
-	// MaxLimiters ids (10,000).
+	// MaxLimiters ids (10,000) and LimiterBytes of estimated memory (2 MiB).
 	SubscriptionRate  float64
 	SubscriptionBurst int
 	MaxLimiters       int
-	// ParkSize bounds the parked items (10,000). A parked id is looked up
+	LimiterBytes      int
+	// ParkSize bounds the parked items (10,000), ParkBytes their estimated
+	// memory (4 MiB). A parked id is looked up
 	// again after ParkFirstRetry, doubling up to ParkMaxBackoff (1 s, 30 s),
 	// until ParkMaxAge (3 min). Run checks every ParkTick (250 ms) and gives
 	// each parked id ParkItemBudget (5 s) to be queued.
 	ParkSize       int
+	ParkBytes      int
 	ParkMaxAge     time.Duration
 	ParkFirstRetry time.Duration
 	ParkMaxBackoff time.Duration
 	ParkTick       time.Duration
 	ParkItemBudget time.Duration
+	// DropLogWindow is how often at most malformed items are logged (1 min).
+	DropLogWindow time.Duration
 }
 
 func (o NotifierOptions) withDefaults() NotifierOptions {
@@ -120,7 +126,11 @@ func (o NotifierOptions) withDefaults() NotifierOptions {
 	}
 	defInt(&o.SubscriptionBurst, 2000)
 	defInt(&o.MaxLimiters, 10000)
+	defInt(&o.LimiterBytes, 2<<20)
+	defInt(&o.CacheBytes, 4<<20)
 	defInt(&o.ParkSize, 10000)
+	defInt(&o.ParkBytes, 4<<20)
+	def(&o.DropLogWindow, time.Minute)
 	def(&o.ParkMaxAge, 3*time.Minute)
 	def(&o.ParkFirstRetry, time.Second)
 	def(&o.ParkMaxBackoff, 30*time.Second)
@@ -143,11 +153,22 @@ func (o NotifierOptions) withDefaults() NotifierOptions {
 // dropped. At such rates the coalescing bucket already holds an import of
 // the folder, which reads everything new, so nothing is lost.
 //
+// Sizes: an item with a field larger than Graph ever sends (GUID ids, a
+// clientState of at most 128 characters, a bounded resource) or a
+// changeType or lifecycleEvent Graph does not have is dropped first, before
+// it touches the rate limiter, the cache or the park; such drops are
+// logged at most once per DropLogWindow. The limiter, the cache and the
+// park are bounded in entries and in bytes.
+//
 // Parking: the provider can notify before the create call that made the
 // subscription has returned and its id is stored. Items of an unknown id
-// are parked (bounded) and looked up again with backoff by Run. A parked
-// item dropped at last loses nothing either: creating a subscription queues
-// a catch-up import of its folder.
+// are parked (bounded) and looked up again with backoff by Run, but only
+// while a create is in flight for them: a folder holds the item's
+// clientState and no subscription id (the state SavePending commits before
+// the create call, which storing the id or clearing the folder ends). The
+// client state is a secret only the provider learns, so a stranger's items
+// are never parked. A parked item dropped at last loses nothing either:
+// creating a subscription queues a catch-up import of its folder.
 type Notifier struct {
 	store NotifierStore
 	q     ImportQueue
@@ -166,6 +187,8 @@ type Notifier struct {
 	marked  map[int64]int64      // folder → bucket of its last MarkNotified
 	park    map[string]*parkedID // subscription id → parked items
 	parkN   int                  // parked items held (not counting repeats)
+	parkB   int                  // their estimated bytes
+	drops   dropLog
 
 	publishes singleflight.Group
 
@@ -200,13 +223,14 @@ func NewNotifier(store NotifierStore, q ImportQueue, now func() time.Time, log *
 	o := opts.withDefaults()
 	return &Notifier{
 		store: store, q: q, now: now, log: log, m: newNotifyMetrics(reg, log), o: o,
-		cache:   newLookupCache(o.CacheSize, o.PositiveTTL, o.NegativeTTL),
-		limiter: newKeyedLimiter(o.MaxLimiters, o.SubscriptionRate, o.SubscriptionBurst),
+		cache:   newLookupCache(o.CacheSize, o.CacheBytes, o.PositiveTTL, o.NegativeTTL),
+		limiter: newKeyedLimiter(o.MaxLimiters, o.LimiterBytes, o.SubscriptionRate, o.SubscriptionBurst),
 		unknown: newTokenBucket(o.UnknownLookupRate, o.UnknownLookupBurst, now()),
 		queued:  map[importKey]bool{},
 		marked:  map[int64]int64{},
 		park:    map[string]*parkedID{},
 		closing: make(chan struct{}),
+		drops:   dropLog{window: o.DropLogWindow},
 	}
 }
 
@@ -276,12 +300,20 @@ func unavailable(err error) error {
 
 func (n *Notifier) notifyOne(ctx context.Context, it Notification) (outcome, error) {
 	now := n.now()
+	// First, so that nothing below holds an attacker-sized string.
+	if field := CheckNotification(it); field != "" {
+		n.drops.add(n.log, field, fieldSize(it, field), now)
+		if field == "lifecycleEvent" {
+			return dropped(DropUnknownLifecycle), nil
+		}
+		return dropped(DropMalformed), nil
+	}
 	// Per subscription id, never per client address: the provider sends
 	// from many addresses.
 	if !n.limiter.allow(it.SubscriptionID, now) {
 		return dropped(DropRateLimited), nil
 	}
-	validID := it.SubscriptionID != "" && len(it.SubscriptionID) <= MaxSubscriptionIDLen && utf8.ValidString(it.SubscriptionID)
+	validID := it.SubscriptionID != ""
 	if validID {
 		ts, err := n.lookupSubscription(ctx, it.SubscriptionID, now, false)
 		switch {
@@ -306,10 +338,34 @@ func (n *Notifier) notifyOne(ctx context.Context, it Notification) (outcome, err
 	} else if !validID {
 		return dropped(DropUnparseable), nil
 	}
-	if !validID || !n.parkItem(it, now) {
+	if !validID {
 		return dropped(DropUnknown), nil
 	}
+	inFlight, err := n.createInFlight(ctx, it.ClientState, now)
+	switch {
+	case errors.Is(err, errNoToken):
+		return dropped(DropUnknown), nil
+	case err != nil:
+		return outcome{}, err
+	case !inFlight:
+		return dropped(DropUnknown), nil
+	case !n.parkItem(it, now):
+		return dropped(DropParkFull), nil
+	}
 	return outcome{kind: outParked}, nil
+}
+
+// createInFlight reports whether a subscription create carrying
+// clientState is under way (PendingTargets), through the cache and the
+// lookup budget like the other lookups.
+func (n *Notifier) createInFlight(ctx context.Context, clientState string, now time.Time) (bool, error) {
+	if clientState == "" {
+		return false, nil
+	}
+	ts, err := n.lookup(ctx, "p:"+clientState, now, false, func(ctx context.Context) ([]Target, error) {
+		return n.store.PendingTargets(ctx, clientState)
+	})
+	return len(ts) > 0, err
 }
 
 // lookupSubscription resolves a subscription id through the cache; one
@@ -497,7 +553,7 @@ func (n *Notifier) acknowledged(k importKey) bool {
 }
 
 // parkItem parks an item of an unknown subscription id; false when the park
-// is full.
+// is full (items or bytes).
 func (n *Notifier) parkItem(it Notification, now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -510,7 +566,11 @@ func (n *Notifier) parkItem(it Notification, now time.Time) bool {
 			}
 		}
 	}
-	if n.parkN >= n.o.ParkSize {
+	size := notificationBytes(it)
+	if p == nil {
+		size += parkIDOverhead + len(it.SubscriptionID)
+	}
+	if n.parkN >= n.o.ParkSize || n.parkB+size > n.o.ParkBytes {
 		return false
 	}
 	if p == nil {
@@ -519,7 +579,28 @@ func (n *Notifier) parkItem(it Notification, now time.Time) bool {
 	}
 	p.items = append(p.items, &parkedItem{n: it, count: 1})
 	n.parkN++
+	n.parkB += size
 	return true
+}
+
+// parkedBytes is what parkItem counted for items of id, with the id's own
+// entry when withID (the last of its items goes).
+func parkedBytes(id string, items []*parkedItem, withID bool) int {
+	b := 0
+	for _, pi := range items {
+		b += notificationBytes(pi.n)
+	}
+	if withID {
+		b += parkIDOverhead + len(id)
+	}
+	return b
+}
+
+// ParkedBytes returns the estimated bytes the park holds.
+func (n *Notifier) ParkedBytes() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.parkB
 }
 
 // Parked returns how many distinct items are parked.
@@ -574,6 +655,7 @@ func (n *Notifier) retryParked(ctx context.Context) {
 		if now.Sub(p.since) >= n.o.ParkMaxAge {
 			delete(n.park, id)
 			n.parkN -= len(p.items)
+			n.parkB -= parkedBytes(id, p.items, true)
 			for _, pi := range p.items {
 				n.count(&NotifyResult{}, dropped(DropParkedExpired), pi.count)
 			}
@@ -653,13 +735,16 @@ func (n *Notifier) release(ctx context.Context, id string, ts []Target, now time
 	if p == nil {
 		return
 	}
-	rest := p.items[:0]
+	var rest, gone []*parkedItem
 	for _, pi := range p.items {
-		if !containsItem(done, pi) {
+		if containsItem(done, pi) {
+			gone = append(gone, pi)
+		} else {
 			rest = append(rest, pi)
 		}
 	}
-	n.parkN -= len(p.items) - len(rest)
+	n.parkN -= len(gone)
+	n.parkB -= parkedBytes(id, gone, len(rest) == 0)
 	p.items = rest
 	if len(rest) == 0 {
 		delete(n.park, id)

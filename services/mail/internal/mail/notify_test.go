@@ -161,6 +161,17 @@ func (e *notifyEnv) providerFolder(t *testing.T, provider string, customerID int
 	return fs[0]
 }
 
+// pending creates a folder whose subscription create is in flight with
+// clientState: stored before the create call, no subscription id yet.
+func (e *notifyEnv) pending(t *testing.T, customerID int64, address, clientState string) mail.Folder {
+	t.Helper()
+	f := e.folder(t, customerID, address, "inbox", true, true, "", "")
+	if err := e.store.SavePending(context.Background(), customerID, f.ID, clientState); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func (e *notifyEnv) subscribe(t *testing.T, folderID int64, subID, clientState string) {
 	t.Helper()
 	if _, err := e.pool.Exec(context.Background(), `UPDATE channel_folders SET provider_subscription_id = $2,
@@ -314,6 +325,7 @@ func TestNotifyUnknownIDLooksUpOnce(t *testing.T) {
 	e := newNotifyEnv(t)
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{})
+	e.pending(t, 1, "p@contoso.com", "secret")
 	ctx := context.Background()
 	for range 5 {
 		res, err := n.Notify(ctx, many(200, note("not-stored-yet", "secret")))
@@ -387,7 +399,7 @@ func TestNotifyInvalidItems(t *testing.T) {
 	}{
 		{"no id and a message resource", mail.Notification{Resource: "Users/x/Messages/y"}, mail.DropUnparseable},
 		{"no id, no resource", mail.Notification{}, mail.DropUnparseable},
-		{"id too long", mail.Notification{SubscriptionID: string(make([]byte, 201))}, mail.DropUnparseable},
+		{"id too long", mail.Notification{SubscriptionID: string(make([]byte, 37))}, mail.DropMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,7 +415,7 @@ func TestNotifyInvalidItems(t *testing.T) {
 	if got := e.store.bySubscription.Load(); got != 0 {
 		t.Errorf("lookups = %d, want none", got)
 	}
-	if got := counter(t, e.reg, "mail_notifications_dropped_total", "reason", mail.DropUnparseable); got != 3 {
+	if got := counter(t, e.reg, "mail_notifications_dropped_total", "reason", mail.DropUnparseable); got != 2 {
 		t.Errorf("dropped unparseable = %v", got)
 	}
 }
@@ -414,6 +426,7 @@ func TestNotifyResourceFallback(t *testing.T) {
 	n := e.notifier(t, q, mail.NotifierOptions{})
 	a := e.folder(t, 1, "shared@contoso.com", "AAMk=", true, true, "sub-a", "state-a")
 	b := e.providerFolder(t, mail.ProviderNone, 2, "shared@contoso.com", "AAMk=", true, true, "sub-b", "state-b")
+	e.pending(t, 3, "pending@contoso.com", "state-p")
 	tests := []struct {
 		name     string
 		resource string
@@ -424,7 +437,8 @@ func TestNotifyResourceFallback(t *testing.T) {
 		{"second customer by client state", "users/Shared@contoso.com/mailFolders('AAMk=')/messages", "state-b", b.ID, ""},
 		{"first customer, path form", "/Users/shared%40contoso.com/MailFolders/AAMk=/Messages", "state-a", a.ID, ""},
 		{"neither client state", "users/shared@contoso.com/mailFolders('AAMk=')/messages", "state-c", 0, mail.DropForged},
-		{"other folder id", "users/shared@contoso.com/mailFolders('inbox')/messages", "state-a", 0, ""},
+		{"other folder id, no create in flight", "users/shared@contoso.com/mailFolders('inbox')/messages", "state-a", 0, mail.DropUnknown},
+		{"other folder id, create in flight", "users/shared@contoso.com/mailFolders('inbox')/messages", "state-p", 0, ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -511,10 +525,11 @@ func TestNotifyLifecycle(t *testing.T) {
 				t.Errorf("no %s drop counted", tt.dropped)
 			}
 			if tt.cleared {
-				// The removed id is unknown from now on (not served from the cache).
+				// The removed id is unknown from now on (not served from the
+				// cache), and with no create in flight its items are not parked.
 				res, err := n.Notify(context.Background(), []mail.Notification{note(sub, "secret")})
-				if err != nil || res.Parked != 1 {
-					t.Errorf("after removal: %+v, %v; want parked", res, err)
+				if err != nil || res.Dropped != 1 {
+					t.Errorf("after removal: %+v, %v; want dropped", res, err)
 				}
 			}
 		})
@@ -565,7 +580,7 @@ func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{ParkTick: 5 * time.Millisecond})
 	runNotifier(t, n)
-	f := e.folder(t, 1, "support@contoso.com", "inbox", true, true, "", "")
+	f := e.pending(t, 1, "support@contoso.com", "secret")
 	res, err := n.Notify(context.Background(), many(3, note("in-flight", "secret")))
 	if err != nil || res.Parked != 3 {
 		t.Fatalf("result %+v, %v; want parked", res, err)
@@ -580,6 +595,9 @@ func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 	e.clock.Advance(time.Second)
 	waitFor(t, "the parked import", func() bool { return len(q.requests()) == 1 })
 	waitFor(t, "the park to empty", func() bool { return n.Parked() == 0 })
+	if b := n.ParkedBytes(); b != 0 {
+		t.Errorf("the empty park counts %d bytes", b)
+	}
 	if r := q.requests()[0]; r.FolderID != f.ID || r.Reason != contracts.ImportNotification {
 		t.Errorf("import %+v", r)
 	}
@@ -593,6 +611,7 @@ func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
 	q := &fakeQueue{}
 	n := e.notifier(t, q, mail.NotifierOptions{ParkTick: 5 * time.Millisecond})
 	runNotifier(t, n)
+	e.pending(t, 1, "support@contoso.com", "secret")
 	if res, err := n.Notify(context.Background(), many(2, note("never-stored", "secret"))); err != nil || res.Parked != 2 {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -607,6 +626,9 @@ func TestNotifyParkedDroppedAfterItsTime(t *testing.T) {
 	}
 	e.clock.Advance(31 * time.Second) // 3 min and 1 s after it was parked
 	waitFor(t, "the park to empty", func() bool { return n.Parked() == 0 })
+	if b := n.ParkedBytes(); b != 0 {
+		t.Errorf("the empty park counts %d bytes", b)
+	}
 	if got := counter(t, e.reg, "mail_notifications_dropped_total", "reason", mail.DropParkedExpired); got != 2 {
 		t.Errorf("dropped parked-expired = %v, want 2", got)
 	}
@@ -791,6 +813,7 @@ func TestNotifyLimitsUnderParallelRequests(t *testing.T) {
 	t.Run("an unknown id is looked up once", func(t *testing.T) {
 		e := newNotifyEnv(t)
 		n := e.notifier(t, &fakeQueue{}, mail.NotifierOptions{})
+		e.pending(t, 1, "p@contoso.com", "secret")
 		res := parallel(50, func(int) mail.NotifyResult { return notify(t, n, note("not-stored-yet", "secret")) })
 		if got := e.store.bySubscription.Load(); got != 1 || res.Parked != 50 {
 			t.Fatalf("%d lookups, %+v; want 1 lookup and 50 parked", got, res)

@@ -51,6 +51,20 @@ func (s *Store) TargetBySubscription(ctx context.Context, subscriptionID string)
 	return t, postgres.Error(err, "subscription")
 }
 
+// maxPendingTargets bounds the folders PendingTargets returns: client
+// states are random secrets, so more than one is already a surprise.
+const maxPendingTargets = 2
+
+// PendingTargets returns the folders whose subscription create is in flight
+// with clientState: the client state SavePending stored before the create
+// call, and no subscription id yet (storing it, or clearing the folder,
+// ends the state). The notification path parks an unknown subscription
+// id's items only then.
+func (s *Store) PendingTargets(ctx context.Context, clientState string) ([]mail.Target, error) {
+	return postgres.Collect(ctx, s.db, "folder", targetSQL(`client_state = $1 AND provider_subscription_id IS NULL`)+`
+		ORDER BY f.folder_id LIMIT $2`, scanTarget, clientState, maxPendingTargets)
+}
+
 // maxMailboxTargets bounds the folders one mailbox and folder id can name
 // (one per customer that registered the mailbox).
 const maxMailboxTargets = 20

@@ -337,3 +337,42 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// PendingTargets finds a folder by the client state stored before its
+// subscription create, only until the subscription id is stored.
+func TestPendingTargets(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	_, fs := mustMailChannel(t, s, 1, "pending@contoso.com", true, "inbox")
+	_, other := mustMailChannel(t, s, 2, "active@contoso.com", true, "inbox")
+	setSubscription(t, pool, other[0].ID, "sub-active", "active-state", clock.Add(time.Hour))
+	if err := s.SavePending(ctx, 1, fs[0].ID, "pending-state"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		state string
+		want  int64
+	}{
+		{"create in flight", "pending-state", fs[0].ID},
+		{"another client state", "guess", 0},
+		{"an active folder's client state", "active-state", 0},
+		{"empty", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, err := s.PendingTargets(ctx, tt.state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (tt.want == 0 && len(ts) != 0) || (tt.want != 0 && (len(ts) != 1 || ts[0].Folder.ID != tt.want ||
+				ts[0].ClientState != tt.state || ts[0].Channel.CustomerID != 1)) {
+				t.Fatalf("targets %+v, want folder %d", ts, tt.want)
+			}
+		})
+	}
+	setSubscription(t, pool, fs[0].ID, "sub-new", "pending-state", clock.Add(time.Hour))
+	if ts, err := s.PendingTargets(ctx, "pending-state"); err != nil || len(ts) != 0 {
+		t.Fatalf("after the id is stored: %+v, %v", ts, err)
+	}
+}
