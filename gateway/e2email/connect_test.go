@@ -180,6 +180,9 @@ func TestConnectRefusals(t *testing.T) {
 		wantProblem(t, f.callback("/api/ProviderConnections/callback?code=abc&state="+randid.Hex(20)), http.StatusBadRequest, "state")
 		wantProblem(t, f.callback("/api/ProviderConnections/callback?code=abc"), http.StatusBadRequest, "state")
 		wantProblem(t, f.callback("/api/ProviderConnections/callback?state=s&code="+strings.Repeat("c", 5000)), http.StatusBadRequest, "code")
+		// A second state (or tenant) slipped into Microsoft's answer: which
+		// one was meant cannot be told.
+		wantProblem(t, f.callback("/api/ProviderConnections/callback?code=abc&state=a&STATE=b"), http.StatusBadRequest, "state")
 		if got := f.get(f.tn.AdminToken); got.Status != "pending" {
 			t.Errorf("forged answers changed the connection: %+v", got)
 		}

@@ -99,10 +99,16 @@ func (h *Handlers) connectionCallback(c *gin.Context) error {
 	// the Referer of whatever the browser loads next.
 	c.Header("Cache-Control", "no-store")
 	c.Header("Referrer-Policy", "no-referrer")
-	q := c.Request.URL.Query()
-	res, err := h.connections.Callback(c.Request.Context(), mail.CallbackInput{
+	// The one parser of every route: a parameter given twice (a second
+	// state or tenant slipped into the URL) is a 400.
+	q := httpserver.NewQuery(c)
+	in := mail.CallbackInput{
 		Code: q.Get("code"), State: q.Get("state"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
-		Tenant: q.Get("tenant"), AdminConsent: q.Get("admin_consent"), Scope: q.Get("scope")})
+		Tenant: q.Get("tenant"), AdminConsent: q.Get("admin_consent"), Scope: q.Get("scope")}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	res, err := h.connections.Callback(c.Request.Context(), in)
 	if err != nil {
 		return err
 	}
