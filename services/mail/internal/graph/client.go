@@ -26,6 +26,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 	"supportplatform.dev/pkg/telemetry"
+	"supportplatform.dev/services/mail/internal/mailboxlimit"
 )
 
 const (
@@ -153,7 +154,8 @@ func New(cfg Config) (*Client, error) {
 	if n <= 0 {
 		n = DefaultMailboxConcurrency
 	}
-	c.mailboxes = newMailboxLimiter(n)
+	// Per process unless the caller shares one across replicas.
+	c.mailboxes = mailboxlimit.NewLocal(n)
 	if cfg.Limiter != nil {
 		c.mailboxes = cfg.Limiter
 	}

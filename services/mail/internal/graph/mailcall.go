@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"supportplatform.dev/ai/httpretry"
@@ -41,59 +40,6 @@ const (
 // call holds its slot from before the request until its reply is read.
 type MailboxLimiter interface {
 	Acquire(ctx context.Context, key string) (release func(), err error)
-}
-
-// mailboxLimiter bounds the concurrent requests per mailbox in this process. A mailbox's slots
-// exist while someone holds or waits for one, so the map does not grow with every mailbox seen.
-type mailboxLimiter struct {
-	n     int
-	mu    sync.Mutex
-	slots map[string]*mailboxSlots
-}
-
-type mailboxSlots struct {
-	sem   chan struct{}
-	users int
-}
-
-func newMailboxLimiter(n int) *mailboxLimiter {
-	return &mailboxLimiter{n: n, slots: map[string]*mailboxSlots{}}
-}
-
-// Acquire waits for one of key's slots and returns the function that gives it back (safe to call
-// more than once).
-func (l *mailboxLimiter) Acquire(ctx context.Context, key string) (func(), error) {
-	l.mu.Lock()
-	s, ok := l.slots[key]
-	if !ok {
-		s = &mailboxSlots{sem: make(chan struct{}, l.n)}
-		l.slots[key] = s
-	}
-	s.users++
-	l.mu.Unlock()
-
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		l.leave(key, s)
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-s.sem
-			l.leave(key, s)
-		})
-	}, nil
-}
-
-func (l *mailboxLimiter) leave(key string, s *mailboxSlots) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s.users--
-	if s.users == 0 {
-		delete(l.slots, key)
-	}
 }
 
 // mailRequest is one mail call as the retry path sends it.
