@@ -189,22 +189,33 @@ func declined(state string) url.Values {
 	return v
 }
 
-// handleAuthorize is GET (the page, or an auto-approved sign-in) and POST (the page's form) of
-// /{tenant}/oauth2/v2.0/authorize.
-func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+// appRequest reads the parameters of a page the browser is sent to (authorize, adminconsent) and
+// checks the app and its redirect URI as the identity platform does before it redirects anywhere:
+// an unknown app or redirect URI gets an error page, never a redirect. ok is false when it answered.
+func (s *Server) appRequest(w http.ResponseWriter, r *http.Request) (p url.Values, redirect string, ok bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		errorPage(w, http.StatusBadRequest, 900144, "The request is malformed.")
-		return
+		return nil, "", false
 	}
-	p := r.Form
+	p = r.Form
 	if p.Get("client_id") != s.clientID || s.clientID == "" {
 		errorPage(w, http.StatusBadRequest, 700016, "Application with identifier '"+p.Get("client_id")+"' was not found in the directory.")
-		return
+		return nil, "", false
 	}
-	redirect := p.Get("redirect_uri")
+	redirect = p.Get("redirect_uri")
 	if !s.redirectAllowed(redirect) {
 		errorPage(w, http.StatusBadRequest, 50011, "The redirect URI '"+redirect+"' specified in the request does not match the redirect URIs configured for the application.")
+		return nil, "", false
+	}
+	return p, redirect, true
+}
+
+// handleAuthorize is GET (the page, or an auto-approved sign-in) and POST (the page's form) of
+// /{tenant}/oauth2/v2.0/authorize.
+func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	p, redirect, ok := s.appRequest(w, r)
+	if !ok {
 		return
 	}
 	state := p.Get("state")
@@ -291,19 +302,8 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 
 // handleAdminConsent is GET and POST of /{tenant}/v2.0/adminconsent.
 func (s *Server) handleAdminConsent(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
-		errorPage(w, http.StatusBadRequest, 900144, "The request is malformed.")
-		return
-	}
-	p := r.Form
-	if p.Get("client_id") != s.clientID || s.clientID == "" {
-		errorPage(w, http.StatusBadRequest, 700016, "Application with identifier '"+p.Get("client_id")+"' was not found in the directory.")
-		return
-	}
-	redirect := p.Get("redirect_uri")
-	if !s.redirectAllowed(redirect) {
-		errorPage(w, http.StatusBadRequest, 50011, "The redirect URI '"+redirect+"' specified in the request does not match the redirect URIs configured for the application.")
+	p, redirect, ok := s.appRequest(w, r)
+	if !ok {
 		return
 	}
 	state := p.Get("state")
