@@ -65,15 +65,13 @@ func TestNotifyMalformedTouchesNothing(t *testing.T) {
 	big := strings.Repeat("x", 256<<10)
 	var items []mail.Notification
 	for range 20 {
-		for _, it := range []mail.Notification{
+		items = append(items, []mail.Notification{
 			note(big+randid.Hex(8), "secret"),
 			note(randid.Hex(8), big),
 			{SubscriptionID: randid.Hex(8), ClientState: "secret", Resource: big},
 			{SubscriptionID: randid.Hex(8), ClientState: "secret", ChangeType: "created", TenantID: big},
 			{SubscriptionID: randid.Hex(8), ClientState: "secret", ChangeType: big},
-		} {
-			items = append(items, it)
-		}
+		}...)
 	}
 	res, err := n.Notify(context.Background(), items)
 	if err != nil {

@@ -152,13 +152,6 @@ func (p *fakeProvider) List(ctx context.Context, tenant string) ([]mail.Provider
 	return out, nil
 }
 
-// add puts a subscription into the fake as if made earlier.
-func (p *fakeProvider) add(tenant string, s mail.ProviderSubscription) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.subs[s.ID], p.owner[s.ID] = s, tenant
-}
-
 // count is the number of calls of op (any id when id is "").
 func (p *fakeProvider) count(op, id string) int {
 	p.mu.Lock()
