@@ -191,8 +191,12 @@ func TestComposeNATSConfigIsValid(t *testing.T) {
 // the reply.
 func (s *natsSession) request(t *testing.T, subject, payload string) string {
 	t.Helper()
-	if got := s.send(t, "SUB _INBOX.limits 99\r\nPUB "+subject+" _INBOX.limits "+strconv.Itoa(len(payload))+"\r\n"+payload+"\r\n"); got != "PONG" {
-		t.Fatalf("request %s: %s", subject, got)
+	if got := s.send(t, "SUB _INBOX.limits 99\r\n"); got != "PONG" {
+		t.Fatalf("subscribe for the reply to %s: %s", subject, got)
+	}
+	// No PING after the PUB: the reply may come before its PONG would.
+	if _, err := fmt.Fprint(s.conn, "PUB "+subject+" _INBOX.limits "+strconv.Itoa(len(payload))+"\r\n"+payload+"\r\n"); err != nil {
+		t.Fatal(err)
 	}
 	head := s.line(t)
 	for head == "PING" || head == "PONG" {

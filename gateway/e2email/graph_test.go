@@ -11,10 +11,10 @@ import (
 
 // inboxSubscriptions are the fake Graph's live subscriptions of mailbox's
 // inbox, whichever way their resources name the mailbox.
-func inboxSubscriptions(mailbox string) []graphfake.Subscription {
+func inboxSubscriptions(tenant, mailbox string) []graphfake.Subscription {
 	var out []graphfake.Subscription
 	for _, s := range graph.Subscriptions() {
-		if s.UserID == graph.UserID(providerTenant, mailbox) && strings.EqualFold(s.FolderID, "inbox") {
+		if s.UserID == graph.UserID(tenant, mailbox) && strings.EqualFold(s.FolderID, "inbox") {
 			out = append(out, s)
 		}
 	}
@@ -38,7 +38,7 @@ func TestTimedOutCreateLeavesNoOrphan(t *testing.T) {
 	}
 	var orphan string
 	eventually(t, 20*time.Second, "Graph makes the subscription after the client gave up", func() bool {
-		for _, s := range inboxSubscriptions(*ch.EmailAddress) {
+		for _, s := range inboxSubscriptions(*ch.ProviderTenantID, *ch.EmailAddress) {
 			if f := folders(t, tn, ch.ChannelID)[0]; f.ProviderSubscriptionID == nil || *f.ProviderSubscriptionID != s.ID {
 				orphan = s.ID
 			}
@@ -47,7 +47,7 @@ func TestTimedOutCreateLeavesNoOrphan(t *testing.T) {
 	})
 	eventually(t, 30*time.Second, "the orphan deleted and the folder's own subscription stored", func() bool {
 		f := folders(t, tn, ch.ChannelID)[0]
-		subs := inboxSubscriptions(*ch.EmailAddress)
+		subs := inboxSubscriptions(*ch.ProviderTenantID, *ch.EmailAddress)
 		return f.ProviderSubscriptionID != nil && *f.ProviderSubscriptionID != orphan && len(subs) == 1 && subs[0].ID == *f.ProviderSubscriptionID
 	})
 }
@@ -69,7 +69,7 @@ func TestAliasMailboxSubscribesByItsUserID(t *testing.T) {
 		t.Fatalf("subscribe a mailbox addressed by an alias: %+v", tb)
 	}
 	s, ok := fakeSubscription(*tb.Folders[0].ProviderSubscriptionID)
-	userID := graph.UserID(providerTenant, upn)
+	userID := graph.UserID(*ch.ProviderTenantID, upn)
 	if !ok || s.UserID != userID || !strings.Contains(s.Resource, "/users/"+userID+"/") {
 		t.Fatalf("subscription %+v, want its resource to name user %s", s, userID)
 	}

@@ -35,7 +35,7 @@ func TestSubscribeParallel(t *testing.T) {
 	if counts[http.StatusOK] != 5 {
 		t.Fatalf("statuses %v", counts)
 	}
-	resource := "/users/" + graph.UserID(providerTenant, *ch.EmailAddress) + "/mailFolders('inbox')/messages"
+	resource := "/users/" + graph.UserID(*ch.ProviderTenantID, *ch.EmailAddress) + "/mailFolders('inbox')/messages"
 	n := 0
 	for _, s := range graph.Subscriptions() {
 		if s.Resource == resource {

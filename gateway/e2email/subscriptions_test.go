@@ -51,7 +51,7 @@ func TestSubscribeUnsubscribe(t *testing.T) {
 		t.Fatalf("Graph has no subscription %s", id)
 	}
 	// The resource names the mailbox by its user's id (an alias would fail at Graph).
-	if s.Resource != "/users/"+graph.UserID(providerTenant, *ch.EmailAddress)+"/mailFolders('inbox')/messages" || s.ChangeType != "created" ||
+	if s.Resource != "/users/"+graph.UserID(*ch.ProviderTenantID, *ch.EmailAddress)+"/mailFolders('inbox')/messages" || s.ChangeType != "created" ||
 		s.NotificationURL != stk.HTTPSURL+"/api/providerwebhook" || s.LifecycleNotificationURL != s.NotificationURL ||
 		s.ClientState == "" || s.TenantID != *ch.ProviderTenantID {
 		t.Fatalf("Graph subscription %+v", s)
