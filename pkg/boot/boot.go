@@ -139,8 +139,8 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies,
 		// A database or network error a handler returned unmapped is an
-		// outage (503), never a 500.
-		Outage: postgres.Unavailable})
+		// outage: the same 503 as the store's and InTx's, never a 500.
+		Outage: postgres.Outage})
 	if err != nil {
 		return nil, err
 	}

@@ -44,11 +44,12 @@ type Options struct {
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed
 	// (the gateway). Default: loopback.
 	TrustedProxies []string
-	// Outage reports whether an error that no layer mapped to an
-	// application error means a dependency is down (boot sets the
-	// database's test, postgres.Unavailable): such an error answers 503
-	// like the mapped ones, not 500. nil: none does.
-	Outage func(error) bool
+	// Outage maps an error a handler returned to the 503 of an outage,
+	// or returns nil when it is none (boot sets the one rule,
+	// postgres.Outage): an error no layer mapped that means a dependency
+	// is down answers that 503, like the mapped ones, not 500. The
+	// server builds no outage answer of its own. nil: none does.
+	Outage func(error) *apperr.Error
 }
 
 // Server wraps the Gin engine with the platform's middleware.
@@ -57,7 +58,7 @@ type Server struct {
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	checks   []Check
-	outage   func(error) bool
+	outage   func(error) *apperr.Error
 	// bodyLimits are the routes' own limits ("METHOD /path/:param"),
 	// written while routes are registered and only read while serving.
 	bodyLimits map[string]int64
@@ -122,10 +123,10 @@ func (s *Server) Handle(fn func(c *gin.Context) error) gin.HandlerFunc {
 
 // Fail writes err as a problem (for middleware that cannot return errors).
 func (s *Server) Fail(c *gin.Context, err error) {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) && s.outage != nil && s.outage(err) {
-		err = &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 1,
-			Message: "a service this request needs is temporarily unavailable; try again later"}
+	if s.outage != nil {
+		if o := s.outage(err); o != nil {
+			err = o
+		}
 	}
 	WriteError(c, s.log, err)
 }

@@ -243,13 +243,24 @@ func TestRequestTimeoutEndsHandlerContext(t *testing.T) {
 	}
 }
 
-// An error no layer mapped answers 503 with Retry-After when Outage says a
-// dependency is down, and stays a 500 otherwise; a mapped error keeps its
-// code either way. Nothing of the error's text reaches the client.
+// An error a handler returned answers what the Outage rule makes of it
+// (its code, detail and Retry-After: the server builds no outage answer of
+// its own), and stays as it was when the rule says it is no outage: a
+// mapped error keeps its code, anything else is a 500. Nothing of the
+// error's text reaches the client. pkg/boot's
+// TestDatabaseOutageIsOne503Everywhere runs the real rule, postgres.Outage.
 func TestUnmappedOutageErrorIsUnavailable(t *testing.T) {
 	errDown := errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+	asked := 0
 	s, err := New(Options{Service: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Outage: func(err error) bool { return errors.Is(err, errDown) }})
+		Outage: func(err error) *apperr.Error {
+			asked++
+			var ae *apperr.Error
+			if errors.As(err, &ae) || !errors.Is(err, errDown) {
+				return nil
+			}
+			return &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 7, Message: "the rule's answer"}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,10 +277,20 @@ func TestUnmappedOutageErrorIsUnavailable(t *testing.T) {
 		id     string
 		status int
 		retry  string
-	}{{"down", http.StatusServiceUnavailable, "1"}, {"mapped", http.StatusConflict, ""}, {"bug", http.StatusInternalServerError, ""}} {
+		detail string
+	}{
+		{"down", http.StatusServiceUnavailable, "7", "the rule's answer"},
+		{"mapped", http.StatusConflict, "", "changed concurrently"},
+		{"bug", http.StatusInternalServerError, "", "an unexpected error occurred; quote the request id when reporting it"},
+	} {
+		asked = 0
 		rec, p := do(t, s.Handler(), http.MethodGet, "/api/Items/"+tc.id, "", "")
-		if rec.Code != tc.status || p.Status != tc.status || rec.Header().Get("Retry-After") != tc.retry {
-			t.Errorf("%s: %d (problem %d), Retry-After %q; want %d, %q", tc.id, rec.Code, p.Status, rec.Header().Get("Retry-After"), tc.status, tc.retry)
+		if rec.Code != tc.status || p.Status != tc.status || rec.Header().Get("Retry-After") != tc.retry || p.Detail != tc.detail {
+			t.Errorf("%s: %d (problem %d, %q), Retry-After %q; want %d, %q, %q", tc.id, rec.Code, p.Status, p.Detail,
+				rec.Header().Get("Retry-After"), tc.status, tc.detail, tc.retry)
+		}
+		if asked != 1 {
+			t.Errorf("%s: the rule was asked %d times, want once", tc.id, asked)
 		}
 		if strings.Contains(rec.Body.String(), "SQLSTATE") || strings.Contains(rec.Body.String(), "outbox") {
 			t.Errorf("%s: the body shows the error: %s", tc.id, rec.Body.String())

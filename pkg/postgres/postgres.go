@@ -359,32 +359,26 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// InTx runs fn in a transaction, committing when it returns nil.
-func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
+// InTx runs fn in a transaction, committing when it returns nil. An outage
+// met anywhere in it (its BEGIN, a statement of fn however fn wrapped it, its
+// COMMIT) comes back as Outage's 503, so a caller returning InTx's error as
+// it is never answers 500 for one; any other error is left to the caller as
+// it was.
+func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) (err error) {
+	defer func() {
+		if o := Outage(err); o != nil {
+			err = o
+		}
+	}()
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return txError(err)
+		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
-		return txError(err)
+		return err
 	}
-	return txError(tx.Commit(ctx))
-}
-
-// txError maps an error of the transaction (its BEGIN, a statement of fn
-// however fn wrapped it, its COMMIT) that says the database went away (a
-// connection the server terminated while it shuts down, a timeout) to the
-// 503 of Error, so a caller returning InTx's error as it is never answers
-// 500 for an outage; any other error is left to the caller as it was.
-func txError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if Unavailable(err) || errors.Is(err, context.Canceled) {
-		return Error(err, "")
-	}
-	return err
+	return tx.Commit(ctx)
 }
 
 // DefaultConnectTimeout bounds a new connection when the URL sets no
@@ -407,7 +401,7 @@ func failFast(cfg *pgxpool.Config) {
 	cfg.HealthCheckPeriod = 5 * time.Second
 }
 
-// unavailableCodes are the server's errors that say nothing about the
+// unavailableCode reports the server's errors that say nothing about the
 // statement: the server is shutting down or starting, or out of
 // connections (SQLSTATE classes 08 and 57P, and 53300).
 func unavailableCode(code string) bool {
@@ -422,14 +416,38 @@ func unavailableCode(code string) bool {
 	return false
 }
 
-// Unavailable reports whether err means the database could not be reached or
-// dropped the connection (refused, reset, closed, timed out, shutting down,
-// starting up): a failure of the infrastructure, not of the statement, which
-// the client may retry once the database is back.
-func Unavailable(err error) bool {
+// Outage is the one rule that decides that an error is an outage (503):
+// the database could not be reached or dropped the connection (refused,
+// reset, closed, timed out, shutting down, starting up: a failure of the
+// infrastructure, not of the statement, which the client may retry once
+// the database is back; Retry-After 1 s), or the caller's own context ended
+// (cancelled or past its deadline). It returns the application error such
+// an error becomes, and nil for any other error and for one a layer already
+// mapped to an application error (which keeps its mapping).
+//
+// Error, InTx and the HTTP layer (httpserver.Options.Outage, which boot
+// sets to Outage for errors a handler returns unmapped) all ask it, so an
+// outage answers the same 503 wherever it was met.
+func Outage(err error) *apperr.Error {
 	if err == nil {
-		return false
+		return nil
 	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return apperr.Wrap(apperr.Unavailable, err, "the request was cancelled or timed out")
+	}
+	if unreachable(err) {
+		return &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 1,
+			Message: "the database is temporarily unavailable; try again later"}
+	}
+	return nil
+}
+
+// unreachable is Outage's test of the driver's and the network's errors.
+func unreachable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return unavailableCode(pe.Code)
@@ -438,7 +456,7 @@ func Unavailable(err error) bool {
 	if errors.As(err, &ce) {
 		return true
 	}
-	if pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
+	if pgconn.Timeout(err) {
 		return true
 	}
 	// Nothing reached the server (the connection was closed or failed
@@ -469,12 +487,8 @@ func Error(err error, what string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apperr.E(apperr.NotFound, "%s not found", what)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return apperr.Wrap(apperr.Unavailable, err, "the request was cancelled or timed out")
-	}
-	if Unavailable(err) {
-		return &apperr.Error{Code: apperr.Unavailable, Err: err, RetryAfterSeconds: 1,
-			Message: "the database is temporarily unavailable; try again later"}
+	if o := Outage(err); o != nil {
+		return o
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

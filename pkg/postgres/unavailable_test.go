@@ -128,8 +128,19 @@ func TestUnavailableErrors(t *testing.T) {
 			if code := apperr.CodeOf(got); code != c.want {
 				t.Fatalf("%v: code %s, want %s", c.err, code, c.want)
 			}
-			if postgres.Unavailable(c.err) != (c.want == apperr.Unavailable) && !errors.Is(c.err, context.DeadlineExceeded) {
-				t.Fatalf("Unavailable(%v) = %v", c.err, postgres.Unavailable(c.err))
+			// Error's 503 is Outage's, the one rule: the same answer
+			// wherever the error is met.
+			if o := postgres.Outage(c.err); (o != nil) != (c.want == apperr.Unavailable) {
+				t.Fatalf("Outage(%v) = %v", c.err, o)
+			} else if o != nil && !sameError(got, o) {
+				t.Fatalf("Error gave %#v, Outage %#v", got, o)
+			}
+			// A database that went away (not the caller's own deadline)
+			// says when to try again.
+			if c.want == apperr.Unavailable && !errors.Is(c.err, context.DeadlineExceeded) {
+				if ae := postgres.Outage(c.err); ae.RetryAfterSeconds != 1 {
+					t.Fatalf("%v: Retry-After %d, want 1", c.err, ae.RetryAfterSeconds)
+				}
 			}
 			var ae *apperr.Error
 			if errors.As(got, &ae) && c.want == apperr.Unavailable {
@@ -219,6 +230,7 @@ func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
 	if !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("InTx on a terminated session: %v (%s), want Unavailable", err, apperr.CodeOf(err))
 	}
+	wantOutage(t, "BEGIN on a terminated session", err)
 	// A statement of fn that meets the terminated session, wrapped by fn as
 	// the outbox wraps its insert, is Unavailable too.
 	conn = connect(t, url)
@@ -231,6 +243,30 @@ func TestInTxOnATerminatedSessionIsUnavailable(t *testing.T) {
 	})
 	if !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("a statement on a terminated session inside InTx: %v (%s), want Unavailable", err, apperr.CodeOf(err))
+	}
+	wantOutage(t, "a statement on a terminated session", err)
+	// So is a COMMIT that meets it.
+	conn = connect(t, url)
+	err = postgres.InTx(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+			return err
+		}
+		terminate(t, admin, conn)
+		return nil
+	})
+	wantOutage(t, "COMMIT on a terminated session", err)
+	// An error fn mapped already keeps its mapping, even when it wraps an
+	// outage.
+	conn = connect(t, url)
+	terminate(t, admin, conn)
+	mapped := apperr.Wrap(apperr.Conflict, nil, "mapped")
+	err = postgres.InTx(ctx, connect(t, url), func(tx pgx.Tx) error {
+		_, err := conn.Exec(ctx, `SELECT 1`)
+		mapped.Err = err
+		return mapped
+	})
+	if mapped.Err == nil || err != error(mapped) {
+		t.Fatalf("a mapped error came back as %v, want it as fn returned it (cause %v)", err, mapped.Err)
 	}
 	// A statement error inside fn is left to the caller, as it was.
 	err = postgres.InTx(ctx, connect(t, url), func(tx pgx.Tx) error {
@@ -262,4 +298,25 @@ func terminate(t *testing.T, admin, conn *pgx.Conn) {
 	if err := admin.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 5000)`, conn.PgConn().PID()).Scan(&ended); err != nil || !ended {
 		t.Fatalf("terminate: %v %v", ended, err)
 	}
+}
+
+// wantOutage checks that err is the 503 of a database gone away: Unavailable
+// with Retry-After 1 and the one message of postgres.Outage.
+func wantOutage(t *testing.T, what string, err error) {
+	t.Helper()
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || ae.Code != apperr.Unavailable || ae.RetryAfterSeconds != 1 {
+		t.Fatalf("%s: %#v, want Unavailable with Retry-After 1", what, err)
+	}
+	if o := postgres.Outage(ae.Err); o == nil || !sameError(ae, o) {
+		t.Fatalf("%s: %#v is not Outage's answer %#v", what, ae, o)
+	}
+}
+
+// sameError reports whether two application errors answer the same
+// (code, message, Retry-After).
+func sameError(a error, b *apperr.Error) bool {
+	var ae *apperr.Error
+	return errors.As(a, &ae) && ae.Code == b.Code && ae.Message == b.Message &&
+		ae.RetryAfterSeconds == b.RetryAfterSeconds && len(ae.Fields) == 0
 }
