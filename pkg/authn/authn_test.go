@@ -20,6 +20,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/redistest"
 )
 
 type fixture struct {
@@ -46,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 		_ = json.NewEncoder(w).Encode(authn.JWKS{Keys: []authn.JWK{authn.PublicJWK(f.kid, key.Public().(ed25519.PublicKey))}})
 	}))
 	t.Cleanup(srv.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	rdb := redis.NewClient(redistest.Options(t))
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	prefix := "test:" + hex.EncodeToString(b[:]) + ":"

@@ -95,10 +95,11 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		}
 	}()
 	// Tracing first: the instrumented clients below (pgx, Redis, HTTP)
-	// take the provider it installs.
-	if d.Tracing, err = telemetry.Setup(ctx, cfg.Telemetry, o.Service, d.Log); err != nil {
+	// take the provider installed with the process's globals.
+	if d.Tracing, err = telemetry.Setup(ctx, cfg.Telemetry, o.Service); err != nil {
 		return nil, err
 	}
+	setProcessGlobals(d.Log, d.Tracing)
 	if d.Tracing.Enabled() {
 		d.Log.Info("tracing: exporting spans", "endpoint", d.Tracing.Endpoint())
 	}
@@ -113,7 +114,6 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		}
 		checks = append(checks, httpserver.Check{Name: "postgres", Check: d.DB.Ping})
 	}
-	redisconn.SetLogger(d.Log)
 	if d.Redis, err = redisconn.Open(ctx, cfg.RedisURL); err != nil {
 		return nil, err
 	}
@@ -169,6 +169,9 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 // a service neither reads nor documents settings it has no use for.
 func OpenServer(cfg config.Common, service string, stdout io.Writer) (*Deps, error) {
 	d := &Deps{Log: logging.New(stdout, cfg.LogLevel, service), Now: time.Now, cfg: cfg, opts: Options{Service: service}}
+	// Such a service exports no spans: a disabled Tracing installs the
+	// no-op provider.
+	setProcessGlobals(d.Log, &telemetry.Tracing{})
 	var err error
 	d.Server, err = httpserver.New(httpserver.Options{Service: service, Logger: d.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, TrustedProxies: cfg.TrustedProxies})

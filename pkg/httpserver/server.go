@@ -67,8 +67,6 @@ type Server struct {
 // New builds the engine. Services register routes on Engine (in their
 // routes.go) and serve Handler().
 func New(o Options) (*Server, error) {
-	// Release mode only silences gin's debug printing to stdout.
-	gin.SetMode(gin.ReleaseMode)
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
 	}

@@ -297,3 +297,15 @@ func TestUnmappedOutageErrorIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// Building a server leaves gin's process-wide mode as it was: that is the
+// binary's choice (boot), not the library's.
+func TestNewLeavesGinModeAlone(t *testing.T) {
+	prev := gin.Mode()
+	t.Cleanup(func() { gin.SetMode(prev) })
+	gin.SetMode(gin.TestMode)
+	newTestServer(t)
+	if got := gin.Mode(); got != gin.TestMode {
+		t.Fatalf("gin mode after New = %q, want %q (unchanged)", got, gin.TestMode)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/idempotency"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/pkg/redistest"
 )
 
 // harness is an engine with the middleware on a few routes whose handlers
@@ -43,7 +44,7 @@ type harness struct {
 
 func newHarness(t *testing.T, pendingTTL time.Duration) *harness {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	rdb := redis.NewClient(redistest.Options(t))
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("redis: %v", err)
 	}

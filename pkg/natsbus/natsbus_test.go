@@ -278,7 +278,24 @@ func TestSlowHandlerIsNotRedeliveredWhileItRuns(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("not delivered")
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The server's own count settles once the ack is in: any redelivery
+	// made while the handler ran is a second delivery there.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		ci, err := info.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci.NumAckPending == 0 && ci.NumPending == 0 {
+			if ci.Delivered.Consumer != 1 || ci.NumRedelivered != 0 {
+				t.Fatalf("delivered %d times (%d redelivered), want once", ci.Delivered.Consumer, ci.NumRedelivered)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ack never arrived: %d pending acks", ci.NumAckPending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("handled %d times, want 1 (redelivered while running)", n)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"supportplatform.dev/pkg/redistest"
 	"supportplatform.dev/pkg/tcptest"
 )
 
@@ -145,6 +146,7 @@ type redisProxy struct {
 
 func newRedisProxy(t *testing.T) (*redisProxy, string) {
 	p := &redisProxy{up: true, conns: map[net.Conn]bool{}}
+	upstream := redistest.Options(t).Addr
 	addr := tcptest.Serve(t, func(c net.Conn) {
 		defer c.Close()
 		p.mu.Lock()
@@ -154,7 +156,7 @@ func newRedisProxy(t *testing.T) (*redisProxy, string) {
 		}
 		p.conns[c] = true
 		p.mu.Unlock()
-		r, err := net.Dial("tcp", "127.0.0.1:6379")
+		r, err := net.Dial("tcp", upstream)
 		if err != nil {
 			return
 		}

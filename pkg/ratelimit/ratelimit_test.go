@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"supportplatform.dev/pkg/redistest"
 )
 
 func testRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	rdb := redis.NewClient(redistest.Options(t))
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("redis: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 func TestGoRedisMessagesAreJSON(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	slogPrintf{log}.Printf(context.Background(), "redis: dial %s: %v", "127.0.0.1:1", "connection refused")
+	Logger{Log: log}.Printf(context.Background(), "redis: dial %s: %v", "127.0.0.1:1", "connection refused")
 	var rec map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
 		t.Fatalf("not one JSON record: %q", buf.String())

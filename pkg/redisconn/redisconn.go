@@ -73,13 +73,13 @@ func FailFast(opt *redis.Options) {
 	}
 }
 
-// SetLogger sends go-redis's own messages (a failed dial while Redis is
-// down, a pool notice) to log as warnings, in the service's JSON format,
-// instead of plain text on stderr. go-redis has one logger per process.
-func SetLogger(log *slog.Logger) { redis.SetLogger(slogPrintf{log}) }
+// Logger sends go-redis's own messages (a failed dial while Redis is down,
+// a pool notice) to Log as warnings, in the service's JSON format, instead
+// of plain text on stderr. go-redis takes its logger only process-wide
+// (redis.SetLogger, no per-client option), so boot installs it, once.
+type Logger struct{ Log *slog.Logger }
 
-type slogPrintf struct{ log *slog.Logger }
-
-func (l slogPrintf) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, "go-redis", "detail", fmt.Sprintf(format, v...))
+// Printf is go-redis's logging interface.
+func (l Logger) Printf(ctx context.Context, format string, v ...any) {
+	l.Log.WarnContext(ctx, "go-redis", "detail", fmt.Sprintf(format, v...))
 }

@@ -16,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/pkg/redistest"
 )
 
 // Run is a binary's run function (main calls it).
@@ -81,14 +81,10 @@ func Env(t testing.TB, name string, key ed25519.PublicKey, noDB bool) map[string
 		_ = json.NewEncoder(w).Encode(authn.JWKS{Keys: []authn.JWK{authn.PublicJWK(KeyID, key)}})
 	}))
 	t.Cleanup(jwks.Close)
-	redisURL := os.Getenv("TEST_REDIS_URL")
-	if redisURL == "" {
-		redisURL = "redis://127.0.0.1:6379/0"
-	}
 	id := randid.Hex(5)
 	env := map[string]string{
 		"HTTP_ADDR":     "127.0.0.1:0",
-		"REDIS_URL":     redisURL,
+		"REDIS_URL":     redistest.URL(),
 		"REDIS_PREFIX":  name + "test:" + id + ":",
 		"NATS_URL":      natstest.Start(t),
 		"NATS_PREFIX":   name + id,

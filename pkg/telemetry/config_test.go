@@ -15,7 +15,7 @@ func TestFromEnvironment(t *testing.T) {
 	if err := config.Load(func(string) string { return "" }, &off); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := telemetry.Setup(context.Background(), off.Telemetry, "auth", nil)
+	tr, err := telemetry.Setup(context.Background(), off.Telemetry, "auth")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestFromEnvironment(t *testing.T) {
 	if err := config.Load(func(k string) string { return env[k] }, &on); err != nil {
 		t.Fatal(err)
 	}
-	tr, err = telemetry.Setup(context.Background(), on.Telemetry, "auth", nil)
+	tr, err = telemetry.Setup(context.Background(), on.Telemetry, "auth")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,16 @@
 // Package telemetry sets up OpenTelemetry tracing for a binary from the
-// standard OTEL_* variables: the global TracerProvider and the W3C trace
-// context + baggage propagator. Spans are exported over OTLP only when an
-// endpoint is configured; otherwise the provider is a no-op, but incoming
-// trace context is still carried on (logs, problem bodies, NATS headers and
-// outgoing calls keep the caller's trace id).
+// standard OTEL_* variables: a TracerProvider and the W3C trace context +
+// baggage propagator. Spans are exported over OTLP only when an endpoint is
+// configured; otherwise the provider is a no-op, but incoming trace context
+// is still carried on (logs, problem bodies, NATS headers and outgoing calls
+// keep the caller's trace id). The package sets no global: boot installs the
+// provider as OpenTelemetry's global, once per process (see boot).
 package telemetry
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,6 +61,15 @@ type Tracing struct {
 // Enabled reports whether spans are exported.
 func (t *Tracing) Enabled() bool { return t != nil && t.provider != nil }
 
+// Provider is the TracerProvider to install: the exporting one, or a no-op
+// one when spans are not exported (Recording then reports false).
+func (t *Tracing) Provider() trace.TracerProvider {
+	if !t.Enabled() {
+		return noop.NewTracerProvider()
+	}
+	return t.provider
+}
+
 // Endpoint is where spans go ("" when not exporting).
 func (t *Tracing) Endpoint() string {
 	if t == nil {
@@ -81,13 +90,13 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// Propagator is the W3C trace context + baggage propagator that Setup
-// installs globally.
+// Propagator is the W3C trace context + baggage propagator that boot
+// installs globally with the provider.
 func Propagator() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
-// Recording reports whether spans may be recorded: false once Setup has
+// Recording reports whether spans may be recorded: false once boot has
 // installed the no-op provider (no endpoint, or OTEL_SDK_DISABLED). The
 // per-call instrumentation (the Gin middleware, the pgx and Redis hooks)
 // is only installed when it is true: with nothing exported it cost auth a
@@ -98,17 +107,16 @@ func Recording() bool {
 	return !off
 }
 
-// Setup checks cfg and installs the global propagator and TracerProvider of
-// the binary service (the default service.name). An invalid setting is an
-// error even when nothing is exported, so a typo does not go unnoticed.
-func Setup(ctx context.Context, cfg Config, service string, log *slog.Logger) (*Tracing, error) {
+// Setup checks cfg and builds the TracerProvider of the binary service (the
+// default service.name); it installs nothing (Provider). An invalid setting
+// is an error even when nothing is exported, so a typo does not go
+// unnoticed.
+func Setup(ctx context.Context, cfg Config, service string) (*Tracing, error) {
 	p, err := parse(cfg, service)
 	if err != nil {
 		return nil, err
 	}
-	otel.SetTextMapPropagator(Propagator())
 	if p.endpoint == "" {
-		otel.SetTracerProvider(noop.NewTracerProvider())
 		return &Tracing{}, nil
 	}
 	exp, err := p.exporter(ctx)
@@ -120,12 +128,6 @@ func Setup(ctx context.Context, cfg Config, service string, log *slog.Logger) (*
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(p.sampler))
-	if log != nil {
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			log.Warn("telemetry: spans not exported", "error", err.Error())
-		}))
-	}
-	otel.SetTracerProvider(tp)
 	return &Tracing{provider: tp, endpoint: p.endpoint}, nil
 }
 

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"supportplatform.dev/pkg/telemetry/otlptest"
 )
@@ -100,7 +102,7 @@ func TestKeyValues(t *testing.T) {
 // Without an endpoint nothing is exported, but a caller's trace context
 // still reaches the handler and goes on from there.
 func TestOffPropagatesIncomingContext(t *testing.T) {
-	tr, err := Setup(context.Background(), defaults, "tickets", nil)
+	tr, err := Setup(context.Background(), defaults, "tickets")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +110,8 @@ func TestOffPropagatesIncomingContext(t *testing.T) {
 		t.Fatalf("tracing enabled without an endpoint: %q", tr.Endpoint())
 	}
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier{"traceparent": parent})
-	ctx, span := otel.Tracer("test").Start(ctx, "handler")
+	ctx := Propagator().Extract(context.Background(), propagation.MapCarrier{"traceparent": parent})
+	ctx, span := tr.Provider().Tracer("test").Start(ctx, "handler")
 	defer span.End()
 	if span.IsRecording() {
 		t.Error("a span records without an endpoint")
@@ -135,13 +137,19 @@ func TestExportsToEndpoint(t *testing.T) {
 	cfg := defaults
 	cfg.Endpoint = recv.URL
 	cfg.ResourceAttributes = "deployment.environment.name=test"
-	tr, err := Setup(context.Background(), cfg, "topics", nil)
+	tr, err := Setup(context.Background(), cfg, "topics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !tr.Enabled() || tr.Endpoint() != recv.URL+"/v1/traces" {
 		t.Fatalf("enabled %v endpoint %q", tr.Enabled(), tr.Endpoint())
 	}
+	// The HTTP client's instrumentation reads otel's globals: install the
+	// provider as boot does.
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tr.Provider())
+	otel.SetTextMapPropagator(Propagator())
+	t.Cleanup(func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) })
 	ctx, span := otel.Tracer("test").Start(context.Background(), "work", trace.WithSpanKind(trace.SpanKindServer))
 	// An outgoing call made for the request is its child and carries its
 	// trace context.
@@ -203,6 +211,34 @@ func TestSamplers(t *testing.T) {
 			Kind: trace.SpanKindServer}).Decision
 		if got != want {
 			t.Errorf("%s: decision %v, want %v", name, got, want)
+		}
+	}
+}
+
+// Setup builds a provider and installs nothing: otel's globals are the
+// binary's to set (boot), whether spans are exported or not.
+func TestSetupLeavesGlobalsAlone(t *testing.T) {
+	recv := otlptest.Start(t)
+	exporting := defaults
+	exporting.Endpoint = recv.URL
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	for name, cfg := range map[string]Config{"off": defaults, "exporting": exporting} {
+		tr, err := Setup(context.Background(), cfg, "tickets")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if otel.GetTracerProvider() != prevTP {
+			t.Errorf("%s: Setup replaced the global tracer provider", name)
+		}
+		// By type: a composite propagator is a slice, not comparable.
+		if fmt.Sprintf("%T", otel.GetTextMapPropagator()) != fmt.Sprintf("%T", prevProp) {
+			t.Errorf("%s: Setup replaced the global propagator", name)
+		}
+		if _, noop := tr.Provider().(noop.TracerProvider); noop == tr.Enabled() {
+			t.Errorf("%s: enabled %v but provider %T", name, tr.Enabled(), tr.Provider())
+		}
+		if err := tr.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/ratelimit"
 	"supportplatform.dev/pkg/redisconn"
+	"supportplatform.dev/pkg/redistest"
 	"supportplatform.dev/services/auth/internal/auth"
 	"supportplatform.dev/services/auth/internal/postgres"
 )
@@ -60,7 +61,7 @@ func newFixture(t *testing.T, l limits) *fixture {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	db := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
-	rdb, err := redisconn.Open(ctx, "redis://127.0.0.1:6379/0")
+	rdb, err := redisconn.Open(ctx, redistest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

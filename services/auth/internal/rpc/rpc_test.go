@@ -21,6 +21,7 @@ import (
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/ratelimit"
 	"supportplatform.dev/pkg/redisconn"
+	"supportplatform.dev/pkg/redistest"
 	"supportplatform.dev/services/auth/internal/auth"
 	"supportplatform.dev/services/auth/internal/postgres"
 	"supportplatform.dev/services/auth/internal/rpc"
@@ -41,7 +42,7 @@ func setup(t *testing.T) env {
 	names := contracts.Names{Prefix: "rpctest"}
 
 	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
-	rdb, err := redisconn.Open(ctx, "redis://127.0.0.1:6379/0")
+	rdb, err := redisconn.Open(ctx, redistest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -578,7 +578,11 @@ func runNotifier(t *testing.T, n *mail.Notifier) {
 func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 	e := newNotifyEnv(t)
 	q := &fakeQueue{}
-	n := e.notifier(t, q, mail.NotifierOptions{ParkTick: 5 * time.Millisecond})
+	// Each park round reads the clock first: rounds are counted there.
+	var reads atomic.Int64
+	now := func() time.Time { reads.Add(1); return e.clock.Now() }
+	n := mail.NewNotifier(e.store, q, now, quiet, e.reg, mail.NotifierOptions{ParkTick: 5 * time.Millisecond})
+	t.Cleanup(n.Close)
 	runNotifier(t, n)
 	f := e.pending(t, 1, "support@contoso.com", "secret")
 	res, err := n.Notify(context.Background(), many(3, note("in-flight", "secret")))
@@ -586,9 +590,11 @@ func TestNotifyParkedQueuedOnceStored(t *testing.T) {
 		t.Fatalf("result %+v, %v; want parked", res, err)
 	}
 	// The create call returns and the id is stored; the first retry is due
-	// a second later.
+	// a second later. Rounds run one after another: once a second round
+	// after the store has begun, a whole round has seen the stored id.
 	e.subscribe(t, f.ID, "in-flight", "secret")
-	time.Sleep(50 * time.Millisecond)
+	stored := reads.Load()
+	waitFor(t, "a whole park round", func() bool { return reads.Load() >= stored+2 })
 	if len(q.requests()) != 0 {
 		t.Fatal("retried before its time")
 	}

@@ -12,6 +12,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/ratelimit"
+	"supportplatform.dev/pkg/redistest"
 )
 
 type fakeVotes struct {
@@ -51,7 +52,7 @@ func (a fakeAccounts) Accounts(_ context.Context, _ int64, ids ...int64) ([]cont
 // limiters are real Redis counters under a prefix of the test's own.
 func limiters(t *testing.T, perToken, perIP int) (Limiter, Limiter) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	rdb := redis.NewClient(redistest.Options(t))
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("redis: %v", err)

@@ -17,7 +17,7 @@ const customer = int64(42)
 
 var _ translate.Cache = (*Cache)(nil)
 
-// newTestCache connects to the real Redis (REDIS_ADDR, default 127.0.0.1:6379) with a prefix of
+// newTestCache connects to the real Redis (TEST_REDIS_URL, see redistest) with a prefix of
 // its own, and deletes the test's keys afterwards.
 func newTestCache(t *testing.T) (*Cache, *redis.Client, string) {
 	t.Helper()

@@ -15,7 +15,7 @@ import (
 
 var _ translate.SourceHistory = (*History)(nil)
 
-// newTestHistory connects to the real Redis (REDIS_ADDR, default 127.0.0.1:6379) with a prefix
+// newTestHistory connects to the real Redis (TEST_REDIS_URL, see redistest) with a prefix
 // of its own, and deletes the test's keys afterwards.
 func newTestHistory(t *testing.T) (*History, *redis.Client, string) {
 	t.Helper()
