@@ -91,7 +91,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now), Provider: provider,
+	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake), Provider: provider,
 		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: metrics,
 		Now: deps.Now, Log: deps.Log})
 	renewer := mail.NewRenewer(svc, mail.RenewerOptions{Window: cfg.Window})

@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	store := postgres.New(deps.DB, deps.Now)
+	store := postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake)
 	look := lookup.New(deps.Bus)
 	w := worker.New(store, tickets.NewMessages(store, look, deps.Now), look, engine,
 		worker.Options{Metrics: metrics, Log: deps.Log})
