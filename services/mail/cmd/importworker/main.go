@@ -92,7 +92,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	// No outbox relay: mailingest relays the mail schema's outbox.
+	// No outbox relay: mailingest relays the mail schema's outbox; the
+	// store wakes it with a NOTIFY after each commit (deps.OutboxWake).
 	opts := boot.Options{Service: "importworker", Schema: postgres.Schema, Migrations: postgres.Migrations()}
 	cmd, err := boot.Command(args)
 	if err != nil {
