@@ -42,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/requestid"
 	"supportplatform.dev/pkg/telemetry"
@@ -98,6 +99,23 @@ func Add(ctx context.Context, tx Execer, msgs ...Message) error {
 	return nil
 }
 
+// Wake is what a writer calls after committing events (Add): the relay of
+// its own process (Relay.Wake) or Notify. A nil Wake wakes nothing; the
+// events wait for the relay's poll.
+type Wake func()
+
+// InTx runs fn in a transaction (postgres.InTx) and, when it commits,
+// calls w: the stores run their event-writing transactions through it.
+func (w Wake) InTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	if err := postgres.InTx(ctx, db, fn); err != nil {
+		return err
+	}
+	if w != nil {
+		w()
+	}
+	return nil
+}
+
 // notifyTimeout bounds Notify's statement: a wake that cannot be sent is
 // only a delay (the relay polls).
 const notifyTimeout = 2 * time.Second
@@ -107,7 +125,7 @@ const notifyTimeout = 2 * time.Second
 // binary relays): called after a commit, it sends a NOTIFY on the schema's
 // channel, in a statement of its own, and the relays LISTENing there flush
 // at once. A failed NOTIFY is logged; the rows wait for the next poll.
-func Notify(db *pgxpool.Pool, log *slog.Logger) func() {
+func Notify(db *pgxpool.Pool, log *slog.Logger) Wake {
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
 		defer cancel()

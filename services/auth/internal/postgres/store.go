@@ -33,7 +33,7 @@ const Schema = "auth"
 // Store implements auth.Store.
 type Store struct {
 	db   *pgxpool.Pool
-	wake func()
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the auth schema).
@@ -42,24 +42,12 @@ func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
 // WithWake returns the store that calls wake (the auth binary's outbox
 // relay, boot.Deps' OutboxWake) after every commit that wrote an event, so
-// it is published at once.
+// it is published at once: those transactions run through outbox.Wake.InTx
+// and send no NOTIFY, whose lock would serialise the commits.
 func (s *Store) WithWake(wake func()) *Store {
 	c := *s
 	c.wake = wake
 	return &c
-}
-
-// inTx runs fn in a transaction and, when it commits, wakes the outbox
-// relay: the transaction adds its event (outbox.Add) without a NOTIFY,
-// whose lock would serialise the commits.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := postgres.InTx(ctx, s.db, fn); err != nil {
-		return err
-	}
-	if s.wake != nil {
-		s.wake()
-	}
-	return nil
 }
 
 const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available,
@@ -106,7 +94,7 @@ func (s *Store) CustomerExists(ctx context.Context, customerID int64) (bool, err
 // pkg/outbox.Add always inserts, so the conditional insert is written here;
 // the message itself comes from outbox.Event like every other event.
 func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.PasswordReset) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var a auth.Account // the zero account when the address is unknown
 		err := tx.QueryRow(ctx, `SELECT a.account_id, a.customer_id, a.email, a.name
 			FROM accounts a JOIN customers c USING (customer_id)
@@ -142,7 +130,7 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.P
 // event, in one transaction.
 func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, newHash string) (auth.Account, error) {
 	var a auth.Account
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var accountID int64
 		err := tx.QueryRow(ctx, `SELECT account_id FROM password_resets
 			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 FOR UPDATE`, tokenHash, now).Scan(&accountID)

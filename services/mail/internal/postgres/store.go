@@ -15,7 +15,6 @@ import (
 
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/outbox"
-	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/mail/internal/mail"
 )
 
@@ -36,7 +35,7 @@ const Schema = "mail"
 type Store struct {
 	db   *pgxpool.Pool
 	now  func() time.Time
-	wake func()
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the mail schema).
@@ -46,24 +45,13 @@ func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, 
 // WithWake returns the store that calls wake (boot.Deps' OutboxWake:
 // mailingest's outbox relay, or a NOTIFY to it from the import worker and
 // the renewal job) after every commit of a transaction that may write an
-// event, so the event is published at once.
+// event, so the event is published at once: those transactions run
+// through outbox.Wake.InTx (the others through postgres.InTx) and send no
+// NOTIFY.
 func (s *Store) WithWake(wake func()) *Store {
 	c := *s
 	c.wake = wake
 	return &c
-}
-
-// inTx runs fn in a transaction and, when it commits, wakes the outbox
-// relay: the transaction adds its events (outbox.Add) without a NOTIFY.
-// Transactions that write no event use postgres.InTx.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := postgres.InTx(ctx, s.db, fn); err != nil {
-		return err
-	}
-	if s.wake != nil {
-		s.wake()
-	}
-	return nil
 }
 
 // addChannelEvent writes channel.created, channel.updated or channel.deleted.

@@ -1,10 +1,11 @@
 package postgres_test
 
 import (
-	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"supportplatform.dev/pkg/outbox/outboxtest"
 	"supportplatform.dev/services/mail/internal/replier"
 )
 
@@ -13,36 +14,14 @@ import (
 // sends no NOTIFY itself.
 func TestEventWritesWakeTheRelayWithoutNotify(t *testing.T) {
 	s, pool := newStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pc, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := pc.Hijack()
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, `LISTEN outbox_mail`); err != nil {
-		t.Fatal(err)
-	}
-	var wakes []int // the events visible to another connection at each wake
-	s = s.WithWake(func() { wakes = append(wakes, len(replyEvents(t, pool))) })
+	listener := outboxtest.Listen(t, pool)
 	r := replier.Reply{CustomerID: 7, MessageID: 100, TicketID: 9, ChannelID: 3}
-	if _, err := s.ClaimReply(ctx, r, replier.ClaimRequest{Settle: replier.StatusFailed, Reason: "no address", LeaseUntil: clock.Add(time.Minute)}); err != nil {
+	settle := replier.ClaimRequest{Settle: replier.StatusFailed, Reason: "no address", LeaseUntil: clock.Add(time.Minute)}
+	if _, err := s.WithWake(listener.Wake).ClaimReply(t.Context(), r, settle); err != nil {
 		t.Fatal(err)
 	}
-	if len(wakes) != 1 || wakes[0] != 1 {
-		t.Fatalf("events visible at each wake %v, want [1]", wakes)
+	if got := listener.Wakes(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("events visible at each wake %v, want [1]", got)
 	}
-	// Notifications arrive in commit order: one from the write would come
-	// before the marker.
-	if _, err := pool.Exec(ctx, `SELECT pg_notify('outbox_mail', 'marker')`); err != nil {
-		t.Fatal(err)
-	}
-	n, err := conn.WaitForNotification(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n.Payload != "marker" {
-		t.Fatalf("the write sent a NOTIFY (%q)", n.Payload)
-	}
+	listener.NoNotify(t)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/outbox"
 )
 
 //go:embed migrations/*.sql
@@ -30,7 +30,7 @@ const Schema = "tickets"
 type Store struct {
 	db   *pgxpool.Pool
 	now  func() time.Time
-	wake func()
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the tickets schema).
@@ -49,11 +49,5 @@ func (s *Store) WithWake(wake func()) *Store {
 // inTx runs fn in a transaction and, when it commits, wakes the outbox
 // relay: the transaction adds its events (outbox.Add) without a NOTIFY.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := postgres.InTx(ctx, s.db, fn); err != nil {
-		return err
-	}
-	if s.wake != nil {
-		s.wake()
-	}
-	return nil
+	return s.wake.InTx(ctx, s.db, fn)
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
-	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/pkg/outbox"
 )
 
 //go:embed migrations/*.sql
@@ -35,7 +35,7 @@ const Schema = "topics"
 type Store struct {
 	db   *pgxpool.Pool
 	now  func() time.Time // the events' occurredAt
-	wake func()
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the topics schema).
@@ -44,24 +44,12 @@ func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, 
 
 // WithWake returns the store that calls wake (the topics binary's outbox
 // relay, boot.Deps' OutboxWake) after every commit, so its events are
-// published at once.
+// published at once: the changes run through outbox.Wake.InTx and send no
+// NOTIFY, whose lock would serialise the commits.
 func (s *Store) WithWake(wake func()) *Store {
 	c := *s
 	c.wake = wake
 	return &c
-}
-
-// inTx runs fn in a transaction and, when it commits, wakes the outbox
-// relay: the transaction adds its events (outbox.Add) without a NOTIFY,
-// whose lock would serialise the commits.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := postgres.InTx(ctx, s.db, fn); err != nil {
-		return err
-	}
-	if s.wake != nil {
-		s.wake()
-	}
-	return nil
 }
 
 // refError is the 400 for a mapping whose topic, action or document does not
