@@ -67,6 +67,12 @@ type Deps struct {
 	workDone chan struct{}
 	relay    *outbox.Relay
 	work     []func(ctx context.Context)
+
+	// OutboxWake is what the service's store calls after committing
+	// events to the schema's outbox: the relay of this process when
+	// Options.Outbox is set, else a NOTIFY that wakes the relay of the
+	// binary that runs it (outbox.Notify). Nil without a schema.
+	OutboxWake func()
 }
 
 // Go adds background work that Serve runs while serving: fn gets a context
@@ -135,6 +141,9 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 			return nil, errors.New("boot: an outbox needs a schema")
 		}
 		d.relay = outbox.NewRelay(d.DB, d.Bus, d.Log)
+		d.OutboxWake = d.relay.Wake
+	} else if d.DB != nil {
+		d.OutboxWake = outbox.Notify(d.DB, d.Log)
 	}
 	d.Server, err = httpserver.New(httpserver.Options{Service: o.Service, Logger: d.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout, Checks: checks, TrustedProxies: cfg.TrustedProxies,

@@ -14,22 +14,7 @@ import (
 // The pool's size is the service's default unless DATABASE_MAX_CONNS sets
 // it; a size out of range stops the binary at start.
 func TestPoolSize(t *testing.T) {
-	dbURL, natsURL := pgtest.NewDatabase(t), natstest.Start(t)
-	migrations := fstest.MapFS{"001_init.sql": {Data: []byte("CREATE TABLE t (id int);")}}
-	open := func(env map[string]string, o Options) (*Deps, error) {
-		t.Helper()
-		env["DATABASE_URL"], env["NATS_URL"] = dbURL, natsURL
-		var cfg config.Common
-		if err := config.Load(func(k string) string { return env[k] }, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		o.Service, o.Schema, o.Migrations = "pooltest", "pooltest", migrations
-		d, err := Open(context.Background(), cfg, o, io.Discard)
-		if d != nil {
-			t.Cleanup(func() { _ = d.Close() })
-		}
-		return d, err
-	}
+	open := opener(t)
 	for _, c := range []struct {
 		name    string
 		env     string
@@ -40,7 +25,7 @@ func TestPoolSize(t *testing.T) {
 		{"the service's default", "", 8, 8},
 		{"the setting over the service's default", "3", 8, 3},
 	} {
-		d, err := open(map[string]string{"DATABASE_MAX_CONNS": c.env}, Options{MaxConns: c.service})
+		d, err := open(map[string]string{"DATABASE_MAX_CONNS": c.env}, Options{Service: "pooltest", MaxConns: c.service})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -49,8 +34,30 @@ func TestPoolSize(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"-1", "5000"} {
-		if _, err := open(map[string]string{"DATABASE_MAX_CONNS": bad}, Options{}); err == nil {
+		if _, err := open(map[string]string{"DATABASE_MAX_CONNS": bad}, Options{Service: "pooltest"}); err == nil {
 			t.Errorf("DATABASE_MAX_CONNS=%s was accepted", bad)
 		}
+	}
+}
+
+// opener returns a function that opens Deps with env on a new database and
+// NATS server, with o's Service and the schema "boottest"; they close when
+// the test ends.
+func opener(t *testing.T) func(env map[string]string, o Options) (*Deps, error) {
+	dbURL, natsURL := pgtest.NewDatabase(t), natstest.Start(t)
+	migrations := fstest.MapFS{"001_init.sql": {Data: []byte("CREATE TABLE t (id int);")}}
+	return func(env map[string]string, o Options) (*Deps, error) {
+		t.Helper()
+		env["DATABASE_URL"], env["NATS_URL"] = dbURL, natsURL
+		var cfg config.Common
+		if err := config.Load(func(k string) string { return env[k] }, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		o.Schema, o.Migrations = "boottest", migrations
+		d, err := Open(context.Background(), cfg, o, io.Discard)
+		if d != nil {
+			t.Cleanup(func() { _ = d.Close() })
+		}
+		return d, err
 	}
 }

@@ -51,7 +51,7 @@ func TestPendingCollector(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := Stage(ctx, tx, m); err != nil {
+				if err := Add(ctx, tx, m); err != nil {
 					return err
 				}
 			}

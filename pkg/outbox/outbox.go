@@ -18,6 +18,12 @@
 // of a request goes on into the consumers of its events although the
 // publish happens later, in another goroutine or another replica.
 //
+// A writer wakes the relay after each commit that added events, explicitly:
+// the relay of its own process with Relay.Wake, or, when the schema's relay
+// runs in another binary, with Notify (a NOTIFY the relays LISTEN for). No
+// writer's transaction sends a NOTIFY, whose lock PostgreSQL holds across
+// the commits of every notifying transaction.
+//
 // Several replicas may run a Relay on the same table: rows are claimed with
 // FOR UPDATE SKIP LOCKED, so each row is published by one of them; the order
 // of events is the commit order within one relay, not across replicas.
@@ -29,7 +35,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/requestid"
 	"supportplatform.dev/pkg/telemetry"
@@ -48,7 +54,7 @@ type Message struct {
 	Subject   string // the base subject, without the deployment's prefix
 	Data      []byte
 	RequestID string
-	// TraceParent and TraceState are the writer's trace context; Stage
+	// TraceParent and TraceState are the writer's trace context; Add
 	// takes them from its ctx when they are empty.
 	TraceParent, TraceState string
 }
@@ -71,31 +77,14 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Add writes msgs in the caller's transaction and wakes the relays of the
-// schema when it commits. A message whose id is already waiting in the
-// outbox is the same message (a deterministic id, such as a coalesced
-// import request's) and is not written twice.
+// Add writes msgs in the caller's transaction. It does not wake a relay:
+// after its commit the writer calls its wake (Relay.Wake of the relay in
+// its own process, or Notify when the schema's relay runs in another
+// binary), so no writer's commit waits on PostgreSQL's notify lock. A
+// message whose id is already waiting in the outbox is the same message (a
+// deterministic id, such as a coalesced import request's) and is not
+// written twice.
 func Add(ctx context.Context, tx Execer, msgs ...Message) error {
-	if err := Stage(ctx, tx, msgs...); err != nil {
-		return err
-	}
-	if len(msgs) > 0 {
-		// Delivered at commit, folded into one per transaction.
-		if _, err := tx.Exec(ctx, `SELECT pg_notify('outbox_' || current_schema(), '')`); err != nil {
-			return fmt.Errorf("outbox: notify: %w", err)
-		}
-	}
-	return nil
-}
-
-// Stage writes msgs in the caller's transaction like Add, without
-// notifying: the caller calls Committed after its commit, which wakes the
-// relays of this process. For writers whose relay runs in their own
-// process, it spares every transaction the NOTIFY, which PostgreSQL
-// serialises at commit (a third more message creations a second in the
-// tickets service). A relay in another process sees staged rows at its
-// next poll.
-func Stage(ctx context.Context, tx Execer, msgs ...Message) error {
 	for _, m := range msgs {
 		if m.TraceParent == "" {
 			m.TraceParent, m.TraceState = telemetry.TraceContext(ctx)
@@ -110,21 +99,39 @@ func Stage(ctx context.Context, tx Execer, msgs ...Message) error {
 	return nil
 }
 
-// local are the wake channels of the relays running in this process.
-var local = struct {
-	sync.Mutex
-	wakes map[chan struct{}]struct{}
-}{wakes: map[chan struct{}]struct{}{}}
+// Wake is what a writer calls after committing events (Add): the relay of
+// its own process (Relay.Wake) or Notify. A nil Wake wakes nothing; the
+// events wait for the relay's poll.
+type Wake func()
 
-// Committed wakes every relay of this process: call it after committing
-// a transaction that staged messages (Stage). A relay that is flushing
-// already flushes once more afterwards, so wakes under load coalesce into
-// batches.
-func Committed() {
-	local.Lock()
-	defer local.Unlock()
-	for w := range local.wakes {
-		signal(w)
+// InTx runs fn in a transaction (postgres.InTx) and, when it commits,
+// calls w: the stores run their event-writing transactions through it.
+func (w Wake) InTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	if err := postgres.InTx(ctx, db, fn); err != nil {
+		return err
+	}
+	if w != nil {
+		w()
+	}
+	return nil
+}
+
+// notifyTimeout bounds Notify's statement: a wake that cannot be sent is
+// only a delay (the relay polls).
+const notifyTimeout = 2 * time.Second
+
+// Notify returns the wake of a writer whose schema's relay runs in another
+// binary (the assistant writes to the tickets outbox, which the tickets
+// binary relays): called after a commit, it sends a NOTIFY on the schema's
+// channel, in a statement of its own, and the relays LISTENing there flush
+// at once. A failed NOTIFY is logged; the rows wait for the next poll.
+func Notify(db *pgxpool.Pool, log *slog.Logger) Wake {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+		defer cancel()
+		if _, err := db.Exec(ctx, `SELECT pg_notify('outbox_' || current_schema(), '')`); err != nil {
+			log.Warn("outbox: relay not woken; the events wait for its next poll", "error", err.Error())
+		}
 	}
 }
 
@@ -140,29 +147,29 @@ type Relay struct {
 	pub   Publisher
 	log   *slog.Logger
 	batch int
-	// poll is the fallback when a notification is missed (the LISTEN
-	// connection is being re-established) or a publish failed.
+	// poll is the fallback when a wake is missed (the LISTEN connection
+	// is being re-established) or a publish failed.
 	poll time.Duration
+	wake chan struct{}
 }
 
 // NewRelay returns a relay for the outbox table in db's search_path schema.
 func NewRelay(db *pgxpool.Pool, pub Publisher, log *slog.Logger) *Relay {
-	return &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second}
+	return &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second, wake: make(chan struct{}, 1)}
 }
 
-// Run relays until ctx ends: at once, on every notification of a commit
-// (Add) and every Committed call in this process (Stage), and every poll
-// interval. It returns nil when ctx ends.
+// Wake makes the relay flush now: the writers of its own process call it
+// after each commit that added messages (Add). A relay that is flushing
+// already flushes once more afterwards, so wakes under load coalesce into
+// batches. It never blocks.
+func (r *Relay) Wake() { signal(r.wake) }
+
+// Run relays until ctx ends: at once, on every Wake (a writer of this
+// process), every notification on the schema's channel (Notify, a writer
+// of another binary), and every poll interval. It returns nil when ctx
+// ends.
 func (r *Relay) Run(ctx context.Context) error {
-	wake := make(chan struct{}, 1)
-	local.Lock()
-	local.wakes[wake] = struct{}{}
-	local.Unlock()
-	defer func() {
-		local.Lock()
-		delete(local.wakes, wake)
-		local.Unlock()
-	}()
+	wake := r.wake
 	listenDone := make(chan struct{})
 	go func() {
 		defer close(listenDone)

@@ -19,6 +19,7 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
+	"supportplatform.dev/pkg/outbox/outboxtest"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/requestid"
@@ -200,15 +201,20 @@ func TestEventSurvivesNATSBeingDown(t *testing.T) {
 	}
 }
 
-// Run publishes on the commit's notification, not only on its poll.
-func TestRunWakesOnCommit(t *testing.T) {
+// A writer of another binary wakes a running relay with Notify, on its
+// LISTEN connection, without the poll.
+func TestRunWakesOnNotify(t *testing.T) {
 	e := setup(t)
 	runRelay(t, e)
-	time.Sleep(200 * time.Millisecond) // let LISTEN take effect; rows before it are flushed anyway
-	for i := 0; i < 3; i++ {
+	notify := Notify(e.db, quiet)
+	// Rows committed before LISTEN takes effect are flushed when it does;
+	// every later one needs its NOTIFY: with the poll an hour away, each
+	// round waits for the one before.
+	for i := range 4 {
 		e.write(t, context.Background(), fmt.Sprint("n", i), false)
+		notify()
+		e.received(t, 1)
 	}
-	e.received(t, 3)
 }
 
 // countingPublisher counts publishes per message id.
@@ -292,38 +298,31 @@ func TestSameMessageIDWrittenOnce(t *testing.T) {
 	}
 }
 
-// Staged rows are relayed when Committed is called, with no NOTIFY and no
-// poll; without the call they wait (a relay of another process would see
-// them at its next poll).
-func TestRunWakesOnCommitted(t *testing.T) {
+// Add sends no NOTIFY: the relays LISTENing on the schema's channel are
+// not woken by the write itself.
+func TestAddDoesNotNotify(t *testing.T) {
 	e := setup(t)
-	ctx := runRelay(t, e)
-	time.Sleep(200 * time.Millisecond) // the relay's first flush is over
-	stage := func(body string) {
-		t.Helper()
-		m, err := Event(ctx, "note.added", 9, time.Now(), noteAdded{Body: body})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := postgres.InTx(ctx, e.db, func(tx pgx.Tx) error { return Stage(ctx, tx, m) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stage("quiet")
-	time.Sleep(300 * time.Millisecond)
-	if n := e.pending(t); n != 1 {
-		t.Fatalf("%d pending before Committed, want 1 (staging must not notify)", n)
-	}
-	for i := range 3 {
-		stage(fmt.Sprint("s", i))
-		Committed()
-	}
-	e.received(t, 4)
+	listener := outboxtest.Listen(t, e.db)
+	e.write(t, context.Background(), "quiet", false)
+	listener.NoNotify(t)
 }
 
-// runRelay runs a relay that never polls until the test ends; the context
-// returned ends with it.
-func runRelay(t *testing.T, e *env) context.Context {
+// The writers of the relay's own process wake it with Wake, with no
+// NOTIFY and no poll.
+func TestRunWakesOnWake(t *testing.T) {
+	e := setup(t)
+	r := runRelay(t, e)
+	// The relay flushes at start and once LISTEN takes effect; at least
+	// two of the four rounds need their Wake, each waiting for the last.
+	for i := range 4 {
+		e.write(t, context.Background(), fmt.Sprint("w", i), false)
+		r.Wake()
+		e.received(t, 1)
+	}
+}
+
+// runRelay runs a relay that never polls until the test ends.
+func runRelay(t *testing.T, e *env) *Relay {
 	t.Helper()
 	r := NewRelay(e.db, e.bus, quiet)
 	r.poll = time.Hour
@@ -336,5 +335,5 @@ func runRelay(t *testing.T, e *env) context.Context {
 			t.Error(err)
 		}
 	})
-	return ctx
+	return r
 }

@@ -31,9 +31,9 @@ func TestRelayContinuesTheWritersTrace(t *testing.T) {
 	tracer := otel.Tracer("test")
 	wctx, writer := tracer.Start(context.Background(), "PUT /api/Topics/:id", trace.WithSpanKind(trace.SpanKindServer))
 	m := e.write(t, wctx, "traced", false)
-	// A message built by hand (no trace fields) takes ctx's at Stage.
+	// A message built by hand (no trace fields) takes ctx's at Add.
 	manual := Message{ID: "manual-1", Subject: "events.note.added", Data: m.Data}
-	if err := postgres.InTx(wctx, e.db, func(tx pgx.Tx) error { return Stage(wctx, tx, manual) }); err != nil {
+	if err := postgres.InTx(wctx, e.db, func(tx pgx.Tx) error { return Add(wctx, tx, manual) }); err != nil {
 		t.Fatal(err)
 	}
 	writer.End()

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	store := postgres.New(deps.DB)
+	store := postgres.New(deps.DB).WithWake(deps.OutboxWake)
 	var mailer auth.Mailer
 	var worker *mail.Worker
 	if smtpClient != nil {

@@ -31,10 +31,24 @@ func Migrations() fs.FS {
 const Schema = "auth"
 
 // Store implements auth.Store.
-type Store struct{ db *pgxpool.Pool }
+type Store struct {
+	db   *pgxpool.Pool
+	wake outbox.Wake
+}
 
 // New returns a store on pool (whose search_path is the auth schema).
+// Its events wait for the relay's poll unless WithWake gives it a wake.
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
+
+// WithWake returns the store that calls wake (the auth binary's outbox
+// relay, boot.Deps' OutboxWake) after every commit that wrote an event, so
+// it is published at once: those transactions run through outbox.Wake.InTx
+// and send no NOTIFY, whose lock would serialise the commits.
+func (s *Store) WithWake(wake func()) *Store {
+	c := *s
+	c.wake = wake
+	return &c
+}
 
 const accountCols = `a.account_id, a.customer_id, a.email, a.name, a.role, a.password_hash, a.password_changed_at, a.created_at, a.available,
 	coalesce(a.language, '')`
@@ -73,12 +87,14 @@ func (s *Store) CustomerExists(ctx context.Context, customerID int64) (bool, err
 
 // RequestPasswordReset stores the reset and its event when email belongs to
 // an enabled account of a live customer. An unknown address goes through the
-// same two statements in a transaction that commits a write either way (the
-// notification), and gets its event encoded too, only nothing is inserted.
+// same two statements in a transaction that commits a write either way (it
+// takes a transaction id, so its commit is flushed to the WAL like a
+// write's), gets its event encoded too, and wakes the relay, only nothing
+// is inserted.
 // pkg/outbox.Add always inserts, so the conditional insert is written here;
 // the message itself comes from outbox.Event like every other event.
 func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.PasswordReset) error {
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var a auth.Account // the zero account when the address is unknown
 		err := tx.QueryRow(ctx, `SELECT a.account_id, a.customer_id, a.email, a.name
 			FROM accounts a JOIN customers c USING (customer_id)
@@ -102,7 +118,7 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.P
 				SELECT account_id, 'password-reset', email, name, coalesce(language, ''), $11, $4, $3, $3 FROM acc),
 			event AS (INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
 				SELECT $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, '') FROM acc)
-			SELECT pg_notify('outbox_' || current_schema(), '')`,
+			SELECT pg_current_xact_id()`,
 			a.ID, r.TokenHash, r.CreatedAt, r.ExpiresAt, msg.ID, msg.Subject, msg.Data, msg.RequestID, msg.TraceParent, msg.TraceState, r.Link)
 		return err
 	})
@@ -114,7 +130,7 @@ func (s *Store) RequestPasswordReset(ctx context.Context, email string, r auth.P
 // event, in one transaction.
 func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, now time.Time, newHash string) (auth.Account, error) {
 	var a auth.Account
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var accountID int64
 		err := tx.QueryRow(ctx, `SELECT account_id FROM password_resets
 			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 FOR UPDATE`, tokenHash, now).Scan(&accountID)

@@ -92,7 +92,8 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	// No outbox relay: mailingest relays the mail schema's outbox.
+	// No outbox relay: mailingest relays the mail schema's outbox; the
+	// store wakes it with a NOTIFY after each commit (deps.OutboxWake).
 	opts := boot.Options{Service: "importworker", Schema: postgres.Schema, Migrations: postgres.Migrations()}
 	cmd, err := boot.Command(args)
 	if err != nil {
@@ -151,7 +152,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	im := importer.New(importer.Options{Graph: g, Blobs: blobs, Publisher: deps.Bus, Lookback: cfg.Lookback,
 		PageSize: cfg.PageSize, AttachmentMaxBytes: cfg.AttachmentMaxBytes,
 		MaxPayload: int(deps.Bus.NC.MaxPayload()) - 16<<10, Metrics: metrics, Now: deps.Now, Log: deps.Log})
-	runner := importer.NewRunner(importer.RunnerOptions{Store: postgres.New(deps.DB, deps.Now),
+	runner := importer.NewRunner(importer.RunnerOptions{Store: postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake),
 		Locker: postgres.NewImportLocks(lockPool), Importer: im, Metrics: metrics, Now: deps.Now, Log: deps.Log})
 	worker := importer.NewWorker(importer.WorkerOptions{Runner: runner, Concurrency: cfg.Concurrency,
 		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Grace: cfg.ShutdownGrace, Now: deps.Now, Log: deps.Log})
@@ -188,6 +189,6 @@ func replierMetricsAndStart(ctx context.Context, deps *boot.Deps, cfg Config, g 
 	if err != nil {
 		return nil, err
 	}
-	return replier.Start(ctx, deps.Bus, postgres.New(deps.DB, deps.Now), g,
+	return replier.Start(ctx, deps.Bus, postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake), g,
 		replier.Options{Config: cfg.Replies, Metrics: m, Now: deps.Now, Log: deps.Log})
 }

@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	store := postgres.New(deps.DB, deps.Now)
+	store := postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake)
 	subMetrics, err := mail.NewSubscriptionMetrics(deps.Server.Registry)
 	if err != nil {
 		return err

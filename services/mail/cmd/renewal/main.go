@@ -62,8 +62,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := config.Load(getenv, &cfg); err != nil {
 		return err
 	}
-	// No outbox relay: this job writes no events, and mailingest relays the
-	// mail schema's outbox (renewal may not publish channel events).
+	// No outbox relay: this job publishes nothing (renewal may not publish
+	// channel events); mailingest relays the mail schema's outbox, woken by
+	// the NOTIFY the store sends after each commit (deps.OutboxWake).
 	opts := boot.Options{Service: "renewal", Schema: postgres.Schema, Migrations: postgres.Migrations()}
 	cmd, err := boot.Command(args)
 	if err != nil {
@@ -91,7 +92,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now), Provider: provider,
+	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake), Provider: provider,
 		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: metrics,
 		Now: deps.Now, Log: deps.Log})
 	renewer := mail.NewRenewer(svc, mail.RenewerOptions{Window: cfg.Window})

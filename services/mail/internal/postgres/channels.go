@@ -72,7 +72,7 @@ func (s *Store) Channel(ctx context.Context, customerID, id int64) (mail.Channel
 // CreateChannel inserts a channel with its folders (channel.created).
 func (s *Store) CreateChannel(ctx context.Context, customerID int64, in mail.ChannelInput) (mail.Channel, error) {
 	var c mail.Channel
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		c, err = scanChannel(tx.QueryRow(ctx, `INSERT INTO channels (customer_id, name, kind, email_address, provider,
 			provider_tenant_id, auto_retrieve_emails) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+channelCols,
@@ -107,7 +107,7 @@ func lockLiveChannel(ctx context.Context, tx pgx.Tx, customerID, id int64) (mail
 // retired (they were made for what no longer holds).
 func (s *Store) UpdateChannel(ctx context.Context, customerID, id int64, in mail.ChannelInput) (mail.Channel, error) {
 	var c mail.Channel
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		old, err := lockLiveChannel(ctx, tx, customerID, id)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (s *Store) UpdateChannel(ctx context.Context, customerID, id int64, in mail
 // (channel.deleted). Its mailbox is free for a new channel at once.
 func (s *Store) DeleteChannel(ctx context.Context, customerID, id int64) (mail.Channel, error) {
 	var c mail.Channel
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := lockLiveChannel(ctx, tx, customerID, id); err != nil {
 			return err
 		}

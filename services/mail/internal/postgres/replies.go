@@ -44,7 +44,7 @@ func (s *Store) SentReply(ctx context.Context, customerID, messageID int64) (rep
 // one reply take turns on the row lock: only one of them finds it pending.
 func (s *Store) ClaimReply(ctx context.Context, r replier.Reply, req replier.ClaimRequest) (replier.Claim, error) {
 	var c replier.Claim
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO sent_replies (customer_id, message_id, ticket_id, channel_id, idempotency_key)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
 			r.CustomerID, r.MessageID, r.TicketID, r.ChannelID, r.Key()); err != nil {
@@ -91,7 +91,7 @@ func (s *Store) ClaimReply(ctx context.Context, r replier.Reply, req replier.Cla
 // settled it).
 func (s *Store) FinishReply(ctx context.Context, r replier.Reply, attempt int, f replier.Finish) (bool, error) {
 	done := false
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		now := s.now().UTC()
 		var sentAt, retryAt *time.Time
 		switch f.Status {

@@ -33,12 +33,26 @@ const Schema = "mail"
 // Store is the mail schema. Every channel change writes its event to the
 // outbox table in its own transaction.
 type Store struct {
-	db  *pgxpool.Pool
-	now func() time.Time
+	db   *pgxpool.Pool
+	now  func() time.Time
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the mail schema).
+// Its events wait for the relay's poll unless WithWake gives it a wake.
 func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, now: now} }
+
+// WithWake returns the store that calls wake (boot.Deps' OutboxWake:
+// mailingest's outbox relay, or a NOTIFY to it from the import worker and
+// the renewal job) after every commit of a transaction that may write an
+// event, so the event is published at once: those transactions run
+// through outbox.Wake.InTx (the others through postgres.InTx) and send no
+// NOTIFY.
+func (s *Store) WithWake(wake func()) *Store {
+	c := *s
+	c.wake = wake
+	return &c
+}
 
 // addChannelEvent writes channel.created, channel.updated or channel.deleted.
 func (s *Store) addChannelEvent(ctx context.Context, tx pgx.Tx, eventType string, c mail.Channel) error {

@@ -57,7 +57,7 @@ func scanLocked(row pgx.Row) (mail.LockedFolder, error) {
 // that is not the customer's, is deleted, or has no mailbox is NotFound.
 func (s *Store) SetAutoRetrieve(ctx context.Context, customerID, channelID int64, on bool) (mail.Switched, error) {
 	var sw mail.Switched
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		c, err := lockLiveChannel(ctx, tx, customerID, channelID)
 		if err != nil {
 			return err
@@ -117,7 +117,7 @@ func (s *Store) SavePending(ctx context.Context, customerID, folderID int64, cli
 // the same transaction: concurrent syncs of one folder take turns, so only
 // one of them creates its subscription.
 func (s *Store) WithFolderLock(ctx context.Context, customerID, folderID int64, fn mail.LockedFunc) error {
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		lf, err := scanLocked(tx.QueryRow(ctx, `SELECT `+lockedCols+lockedFrom+`
 			WHERE f.customer_id = $1 AND f.folder_id = $2 FOR UPDATE OF f`, customerID, folderID))
 		if err != nil {
@@ -140,7 +140,7 @@ func (s *Store) WithFolderLock(ctx context.Context, customerID, folderID int64, 
 // when no folder is due.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, window time.Duration, skip mail.ClaimSkip, fn mail.LockedFunc) (bool, error) {
 	claimed := false
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		lf, err := scanLocked(tx.QueryRow(ctx, `SELECT `+lockedCols+lockedFrom+`
 			WHERE f.provider_subscription_id IS NOT NULL
 			  AND ((f.renew_requested_at IS NULL AND coalesce(f.provider_subscription_expiration, '-infinity') <= $1)

@@ -3,7 +3,8 @@
 // EVENTS and, for each, detects topics, ranks prompt documents and
 // prepares a reply with the configured engine, writing the results through
 // the tickets store (its events go through the tickets outbox, which the
-// tickets binary relays). It serves /healthz, /readyz and /metrics only.
+// tickets binary relays; the store wakes that relay with a NOTIFY after
+// each commit). It serves /healthz, /readyz and /metrics only.
 //
 //	assistant            serve
 //	assistant migrate    apply the tickets migrations and exit
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	store := postgres.New(deps.DB, deps.Now)
+	store := postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake)
 	look := lookup.New(deps.Bus)
 	w := worker.New(store, tickets.NewMessages(store, look, deps.Now), look, engine,
 		worker.Options{Metrics: metrics, Log: deps.Log})

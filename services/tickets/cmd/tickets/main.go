@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	store := postgres.New(deps.DB, deps.Now)
+	store := postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake)
 	idempotent := idempotency.Middleware(idempotency.Options{Redis: deps.Redis, Prefix: cfg.RedisPrefix, Service: "tickets",
 		// No request runs longer than REQUEST_TIMEOUT; a claim older than
 		// that belongs to a process that died.

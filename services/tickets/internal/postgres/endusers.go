@@ -68,7 +68,7 @@ func (s *Store) addEndUserEvent(ctx context.Context, tx pgx.Tx, eventType string
 	if err != nil {
 		return err
 	}
-	return outbox.Stage(ctx, tx, m)
+	return outbox.Add(ctx, tx, m)
 }
 
 // changeEndUser runs one statement returning an end user and writes its

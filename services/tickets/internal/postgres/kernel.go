@@ -331,5 +331,5 @@ func (s *Store) addEvent(ctx context.Context, tx pgx.Tx, eventType string, custo
 	if err != nil {
 		return err
 	}
-	return outbox.Stage(ctx, tx, m)
+	return outbox.Add(ctx, tx, m)
 }

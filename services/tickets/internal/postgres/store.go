@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"supportplatform.dev/pkg/outbox"
-	"supportplatform.dev/pkg/postgres"
 )
 
 //go:embed migrations/*.sql
@@ -29,21 +28,26 @@ const Schema = "tickets"
 
 // Store is the tickets schema.
 type Store struct {
-	db  *pgxpool.Pool
-	now func() time.Time
+	db   *pgxpool.Pool
+	now  func() time.Time
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the tickets schema).
+// Its events wait for the relay's poll unless WithWake gives it a wake.
 func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, now: now} }
 
-// inTx runs fn in a transaction and, when it commits, wakes this process's
-// outbox relay: the store stages its events (outbox.Stage) instead of a
-// NOTIFY per transaction. The relay of another replica sees them at its
-// next poll, and each replica relays its own at once.
+// WithWake returns the store that calls wake after every commit (boot.Deps'
+// OutboxWake: the tickets binary's relay, or a NOTIFY to it from the
+// assistant), so its events are published at once.
+func (s *Store) WithWake(wake func()) *Store {
+	c := *s
+	c.wake = wake
+	return &c
+}
+
+// inTx runs fn in a transaction and, when it commits, wakes the outbox
+// relay: the transaction adds its events (outbox.Add) without a NOTIFY.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := postgres.InTx(ctx, s.db, fn); err != nil {
-		return err
-	}
-	outbox.Committed()
-	return nil
+	return s.wake.InTx(ctx, s.db, fn)
 }

@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { _ = deps.Close() }()
-	store := postgres.New(deps.DB, deps.Now)
+	store := postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake)
 	svc := &topics.Service{
 		TopicService:         topics.NewTopicService(store),
 		TopicActionService:   topics.NewTopicActionService(store),

@@ -52,7 +52,7 @@ func (s *Store) UpdateAction(ctx context.Context, customerID, id int64, in topic
 // deleted, for each).
 func (s *Store) DeleteAction(ctx context.Context, customerID, id int64) ([]topics.TopicAction, error) {
 	var removed []topics.TopicAction
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM actions WHERE customer_id = $1 AND action_id = $2 FOR UPDATE`, customerID, id).Scan(&one); err != nil {
 			return err

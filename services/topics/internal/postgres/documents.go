@@ -52,7 +52,7 @@ func (s *Store) UpdateDocument(ctx context.Context, customerID, id int64, in top
 // deleted, for each).
 func (s *Store) DeleteDocument(ctx context.Context, customerID, id int64) ([]topics.TopicDocument, error) {
 	var removed []topics.TopicDocument
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM documents WHERE customer_id = $1 AND document_id = $2 FOR UPDATE`, customerID, id).Scan(&one); err != nil {
 			return err

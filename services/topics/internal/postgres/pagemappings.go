@@ -55,7 +55,7 @@ func pageMappingError(err error) error {
 // CreatePageMapping inserts a mapping to a live topic.
 func (s *Store) CreatePageMapping(ctx context.Context, customerID int64, in topics.PageMapping) (topics.PageMapping, error) {
 	var m topics.PageMapping
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		if err := lockLiveTopic(ctx, tx, customerID, in.TopicID); err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (s *Store) CreatePageMapping(ctx context.Context, customerID int64, in topi
 // live topic; the new topic must be live too.
 func (s *Store) UpdatePageMapping(ctx context.Context, customerID, id int64, in topics.PageMapping) (topics.PageMapping, error) {
 	var m topics.PageMapping
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 `+livePageMappings+`
 			WHERE m.customer_id = $1 AND m.page_topic_mapping_id = $2 FOR UPDATE OF m`, customerID, id).Scan(&one); err != nil {
@@ -98,7 +98,7 @@ func (s *Store) UpdatePageMapping(ctx context.Context, customerID, id int64, in 
 // DeletePageMapping deletes a mapping of a live topic and returns it.
 func (s *Store) DeletePageMapping(ctx context.Context, customerID, id int64) (topics.PageMapping, error) {
 	var m topics.PageMapping
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		m, err = scanPageMapping(tx.QueryRow(ctx, `DELETE FROM page_topic_mappings m USING topics t
 			WHERE m.customer_id = $1 AND m.page_topic_mapping_id = $2

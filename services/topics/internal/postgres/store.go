@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/outbox"
 )
 
 //go:embed migrations/*.sql
@@ -32,12 +33,24 @@ const Schema = "topics"
 // Store is the topics schema. Every change writes its events to the outbox
 // table in its own transaction.
 type Store struct {
-	db  *pgxpool.Pool
-	now func() time.Time // the events' occurredAt
+	db   *pgxpool.Pool
+	now  func() time.Time // the events' occurredAt
+	wake outbox.Wake
 }
 
 // New returns a store on pool (whose search_path is the topics schema).
+// Its events wait for the relay's poll unless WithWake gives it a wake.
 func New(db *pgxpool.Pool, now func() time.Time) *Store { return &Store{db: db, now: now} }
+
+// WithWake returns the store that calls wake (the topics binary's outbox
+// relay, boot.Deps' OutboxWake) after every commit, so its events are
+// published at once: the changes run through outbox.Wake.InTx and send no
+// NOTIFY, whose lock would serialise the commits.
+func (s *Store) WithWake(wake func()) *Store {
+	c := *s
+	c.wake = wake
+	return &c
+}
 
 // refError is the 400 for a mapping whose topic, action or document does not
 // exist for the customer.

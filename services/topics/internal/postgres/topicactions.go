@@ -63,7 +63,7 @@ func (s *Store) TopicAction(ctx context.Context, customerID, id int64) (topics.T
 // created, for each, in request order).
 func (s *Store) CreateTopicActions(ctx context.Context, customerID int64, items []topics.NewTopicAction, check func(topics.TopicActionRefs) error) ([]topics.TopicAction, error) {
 	var created []topics.TopicAction
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		refs, err := topicActionRefs(ctx, tx, customerID, items)
 		if err != nil {
 			return err
@@ -155,7 +155,7 @@ func scanID(r pgx.Row) (int64, error) {
 // topic.action.changed event, in one transaction.
 func (s *Store) changeTopicAction(ctx context.Context, customerID int64, op, sql string, args ...any) (topics.TopicAction, error) {
 	var m topics.TopicAction
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		if m, err = scanTopicAction(tx.QueryRow(ctx, sql, args...)); err != nil {
 			return err

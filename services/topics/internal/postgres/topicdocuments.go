@@ -55,7 +55,7 @@ func (s *Store) TopicDocument(ctx context.Context, customerID, id int64) (topics
 // live topic and the document exist for the customer.
 func (s *Store) CreateTopicDocument(ctx context.Context, customerID int64, in topics.TopicDocument) (topics.TopicDocument, error) {
 	var m topics.TopicDocument
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		if err := lockLiveTopic(ctx, tx, customerID, in.TopicID); err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (s *Store) CreateTopicDocument(ctx context.Context, customerID int64, in to
 // topic.document.changed event, in one transaction.
 func (s *Store) changeTopicDocument(ctx context.Context, customerID int64, op, sql string, args ...any) (topics.TopicDocument, error) {
 	var m topics.TopicDocument
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		if m, err = scanTopicDocument(tx.QueryRow(ctx, sql, args...)); err != nil {
 			return err

@@ -65,7 +65,7 @@ func topicNameError(err error, name string) error {
 // in one transaction.
 func (s *Store) changeTopic(ctx context.Context, eventType, sql string, args ...any) (topics.Topic, error) {
 	var t topics.Topic
-	err := postgres.InTx(ctx, s.db, func(tx pgx.Tx) error {
+	err := s.wake.InTx(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		if t, err = scanTopic(tx.QueryRow(ctx, sql, args...)); err != nil {
 			return err

@@ -132,6 +132,8 @@ type env struct {
 	w       *worker.Worker
 	reg     *prometheus.Registry
 	events  func() []contracts.Event[json.RawMessage]
+	// received is when the harness received each of events.
+	received func() []time.Time
 }
 
 // newEnv starts NATS with every service's user and rights: topics
@@ -161,11 +163,14 @@ func newEnv(t *testing.T, engine *fakeEngine, backoff []time.Duration) *env {
 	t.Cleanup(harness.Close)
 	var mu sync.Mutex
 	var seen []contracts.Event[json.RawMessage]
+	var seenAt []time.Time
 	if _, err := harness.Subscribe(names.Subject("events.>"), func(m *nats.Msg) {
+		at := time.Now()
 		var ev contracts.Event[json.RawMessage]
 		if json.Unmarshal(m.Data, &ev) == nil {
 			mu.Lock()
 			seen = append(seen, ev)
+			seenAt = append(seenAt, at)
 			mu.Unlock()
 		}
 	}); err != nil {
@@ -220,11 +225,15 @@ func newEnv(t *testing.T, engine *fakeEngine, backoff []time.Duration) *env {
 	}
 
 	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())
-	store := postgres.New(pool, time.Now)
 	if err := ticketsBus.EnsureEventsStream(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The relay and store are the tickets binary's; the assistant's store
+	// wakes that relay as boot.Deps has it wake in a binary without a
+	// relay, with a NOTIFY.
 	relay := outbox.NewRelay(pool, ticketsBus, log)
+	store := postgres.New(pool, time.Now).WithWake(relay.Wake)
+	assistantStore := postgres.New(pool, time.Now).WithWake(outbox.Notify(pool, log))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -241,7 +250,7 @@ func newEnv(t *testing.T, engine *fakeEngine, backoff []time.Duration) *env {
 		t.Fatal(err)
 	}
 	look := lookup.New(assistantBus)
-	w := worker.New(store, tickets.NewMessages(store, look, time.Now), look, engine, worker.Options{Metrics: metrics, Log: log})
+	w := worker.New(assistantStore, tickets.NewMessages(assistantStore, look, time.Now), look, engine, worker.Options{Metrics: metrics, Log: log})
 	if err := worker.Start(ctx, assistantBus, w, worker.ConsumerOptions{Concurrency: 2, AckWait: 30 * time.Second, BackOff: backoff}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +259,10 @@ func newEnv(t *testing.T, engine *fakeEngine, backoff []time.Duration) *env {
 			mu.Lock()
 			defer mu.Unlock()
 			return slices.Clone(seen)
+		}, received: func() []time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(seenAt)
 		}}
 }
 
@@ -435,6 +448,40 @@ func TestMessageCreatedDetectsAndPrepares(t *testing.T) {
 	}
 	if got, _ := e.store.Message(context.Background(), customer, agent.ID); len(got.Topics) != 0 || e.engine.calls() != calls {
 		t.Fatalf("the agent message was worked on: %+v", got)
+	}
+}
+
+// The assistant runs no relay: its NATS user may publish none of the
+// tickets events, and a relay publishes whichever rows it claims. Its
+// store wakes the tickets binary's relay with a NOTIFY after each commit,
+// so its events are on the stream within milliseconds, well inside the
+// bound below, where the relay's 1 s poll alone would land each one at a
+// random point of its second (three in a row within 200 ms: < 1%).
+func TestAssistantEventsArePublishedAtOnce(t *testing.T) {
+	e := newEnv(t, &fakeEngine{}, nil)
+	const bound = 200 * time.Millisecond
+	for i := range 3 {
+		m := e.open(t, fmt.Sprint("Ada", i), "", "My refund has still not arrived, can you check it please?")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			evs, at := e.events(), e.received()
+			k := slices.IndexFunc(evs, func(ev contracts.Event[json.RawMessage]) bool {
+				var d contracts.TopicsAssigned
+				return ev.Type == contracts.EventTopicsAssigned && json.Unmarshal(ev.Data, &d) == nil && d.MessageID == m.ID
+			})
+			if k >= 0 {
+				// occurredAt is the assistant's clock inside its
+				// transaction, before the commit.
+				if d := at[k].Sub(evs[k].OccurredAt); d > bound {
+					t.Fatalf("message %d: topics-assigned on the stream %v after the assistant wrote it, want within %v", i, d, bound)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d: no topics-assigned event", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 }
 
