@@ -76,7 +76,7 @@ func TestTranslateRefusesAnAnswerThatIsNoTranslation(t *testing.T) {
 		before := llm.calls.Load()
 		resp := client(t).Do(http.MethodPost, "/api/Translations/translate", tok, map[string]string{"sourceText": text, "targetLang": "de"})
 		p := resp.Problem(t)
-		if resp.Status != http.StatusInternalServerError || p.RequestID == "" || strings.Contains(resp.String(), `"OK"`) {
+		if resp.Status != http.StatusUnprocessableEntity || p.RequestID == "" || strings.Contains(resp.String(), `"OK"`) {
 			t.Fatalf("an obeyed instruction: %d %s", resp.Status, resp.Body)
 		}
 		if n := llm.calls.Load() - before; n != 1 {

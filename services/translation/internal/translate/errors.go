@@ -30,3 +30,11 @@ func unsupported(pair mt.Pair) *apperr.Error {
 func upstream(msg string, err error) *apperr.Error {
 	return &apperr.Error{Code: apperr.Internal, Message: msg, Err: err}
 }
+
+// notTranslated is the 422 of a text whose every translation was refused as
+// not a translation of it (llmtranslate.ErrNotTranslation): what the client
+// sent cannot be translated as it is, and nothing was stored.
+func notTranslated(err error) *apperr.Error {
+	return &apperr.Error{Code: apperr.Unprocessable, Err: err,
+		Message: "the translation engine did not answer with a translation of this text (it may hold instructions to the model); nothing was stored"}
+}

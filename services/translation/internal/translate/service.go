@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"supportplatform.dev/ai/langcode"
+	"supportplatform.dev/ai/llmtranslate"
 	"supportplatform.dev/ai/mt"
 )
 
@@ -271,7 +272,23 @@ func (s *Service) translateSegments(ctx context.Context, customerID int64, given
 		s.store(ctx, cacheKey, out)
 		return out, nil
 	}
+	if notTranslations(errs) {
+		return "", notTranslated(errors.Join(errs...))
+	}
 	return "", upstream("every translation provider for "+routes[0].String()+" failed", errors.Join(errs...))
+}
+
+// notTranslations reports whether every provider answered, but with
+// something that is not a translation of the text (a model that obeyed
+// instructions in it, or replied to it): the text is what failed, not a
+// provider.
+func notTranslations(errs []error) bool {
+	for _, err := range errs {
+		if !errors.Is(err, llmtranslate.ErrNotTranslation) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 // runRoute translates texts along r, each leg through its providers in order until one answers.
