@@ -24,9 +24,6 @@ import (
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
-// MaxIndexedChars is how much of a text full-text search indexes.
-const MaxIndexedChars = 100_000
-
 // searchVector is the SQL of a text's tsvector: stemmed in the text's
 // configuration ($cfg) and exact words ('simple'). cfg and text are
 // placeholders such as "$3".

@@ -1,8 +1,6 @@
 package tickets
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -17,12 +15,6 @@ const (
 	MaxNameLen  = 200 // characters
 	MaxEmailLen = 320 // bytes
 	MaxPhoneLen = 40  // characters
-	// MaxCustomFieldsBytes bounds customFieldsData as compact JSON.
-	MaxCustomFieldsBytes = 16 << 10
-	// MaxCustomFields bounds its keys; MaxCustomFieldKeyLen each key's
-	// characters.
-	MaxCustomFields      = 50
-	MaxCustomFieldKeyLen = 100
 	// MaxQueryLen bounds the q and email filters.
 	MaxQueryLen = 320
 )
@@ -75,37 +67,6 @@ func (in EndUserInput) Normalize() (EndUserInput, error) {
 	}
 	in.CustomFields = fields
 	return in, v.Err()
-}
-
-// normalizeCustomFields returns the compact object, or a problem.
-func normalizeCustomFields(raw json.RawMessage) (json.RawMessage, string) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage(`{}`), ""
-	}
-	if raw[0] != '{' {
-		return nil, "must be a JSON object"
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, "must be a JSON object"
-	}
-	if len(m) > MaxCustomFields {
-		return nil, fmt.Sprintf("must have at most %d keys", MaxCustomFields)
-	}
-	for k := range m {
-		if k == "" || utf8.RuneCountInString(k) > MaxCustomFieldKeyLen {
-			return nil, fmt.Sprintf("keys must be 1 to %d characters", MaxCustomFieldKeyLen)
-		}
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		return nil, "must be a JSON object"
-	}
-	if compact.Len() > MaxCustomFieldsBytes {
-		return nil, fmt.Sprintf("must be at most %d bytes as compact JSON", MaxCustomFieldsBytes)
-	}
-	return compact.Bytes(), ""
 }
 
 // ParseEndUserSort reads the sort parameter: endUserID (the default), name
