@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/natsbus"
@@ -119,7 +120,7 @@ func TestAuthLoginMeLogout(t *testing.T) {
 	if resp.Status != http.StatusOK {
 		t.Fatalf("login: %d %s", resp.Status, resp.Body)
 	}
-	var tok Token
+	var tok e2ekit.Token
 	resp.JSON(t, &tok)
 	if tok.TokenType != "Bearer" || tok.ExpiresIn != 3600 || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("token response: %+v %v", tok, resp.Header)
@@ -237,7 +238,7 @@ func TestAuthLoginFailuresAndThrottling(t *testing.T) {
 	// Parallel guesses for one address: each is counted before the password
 	// is checked, so exactly the limit (5) get an answer about the password.
 	victim := "throttle-" + randid.Hex(4) + "@example.com"
-	statuses := parallelStatuses(t, 20, func(i int) *Response {
+	statuses := parallelStatuses(t, 20, func(i int) *e2ekit.Response {
 		return c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": victim, "password": "guess-" + strconv.Itoa(i)})
 	})
 	if statuses[http.StatusUnauthorized] != 5 || statuses[http.StatusTooManyRequests] != 15 {
@@ -538,7 +539,7 @@ func TestAuthDeletedCustomer(t *testing.T) {
 }
 
 // parallelStatuses runs n calls at once and counts their statuses.
-func parallelStatuses(t *testing.T, n int, call func(i int) *Response) map[int]int {
+func parallelStatuses(t *testing.T, n int, call func(i int) *e2ekit.Response) map[int]int {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -570,7 +571,7 @@ func parallelStatuses(t *testing.T, n int, call func(i int) *Response) map[int]i
 func TestAuthAccountCreationLimit(t *testing.T) {
 	c := client(t)
 	_, _, admin := newCustomer(t, "Busy Co")
-	statuses := parallelStatuses(t, 24, func(i int) *Response {
+	statuses := parallelStatuses(t, 24, func(i int) *e2ekit.Response {
 		return c.Do(http.MethodPost, "/api/Accounts", admin, map[string]string{"email": "bulk-" + strconv.Itoa(i) + "-" + randid.Hex(3) + "@busy.test",
 			"name": "Bulk", "role": "integration", "password": "integration passphrase"})
 	})
@@ -616,7 +617,7 @@ func TestAuthForgotPasswordLimitedPerAddress(t *testing.T) {
 	email, _, _ := newCustomer(t, "Reset Limit "+randid.Hex(3))
 	for _, addr := range []string{email, "nobody-" + randid.Hex(4) + "@example.com"} {
 		const n = 9
-		statuses := make(chan *Response, n)
+		statuses := make(chan *e2ekit.Response, n)
 		var wg sync.WaitGroup
 		for i := 0; i < n; i++ {
 			wg.Add(1)
@@ -783,12 +784,12 @@ func TestAuthAvailability(t *testing.T) {
 
 // clientFrom is a client whose connections to the gateway come from a
 // given loopback address, which the gateway passes on as the client IP.
-func clientFrom(t testing.TB, ip string) *Client {
+func clientFrom(t testing.TB, ip string) *e2ekit.Client {
 	hc := stk.HTTPClient()
 	tr := hc.Transport.(*http.Transport).Clone()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
 	tr.DialContext = d.DialContext
-	return NewClient(t, stk.HTTPSURL, &http.Client{Transport: tr, Timeout: hc.Timeout}, api)
+	return e2ekit.NewClient(t, stk.HTTPSURL, &http.Client{Transport: tr, Timeout: hc.Timeout}, api)
 }
 
 // TestAuthWrongPasswordsDoNotLockTheOwnerOut: five wrong passwords from one
@@ -823,7 +824,7 @@ func TestAuthWrongPasswordsDoNotLockTheOwnerOut(t *testing.T) {
 		}
 		time.Sleep(time.Duration(ra) * time.Second)
 	}
-	var tok Token
+	var tok e2ekit.Token
 	r.JSON(t, &tok)
 	if r.Status != http.StatusOK || tok.AccessToken == "" {
 		t.Fatalf("the owner from another IP: %d %s", r.Status, r.Body)

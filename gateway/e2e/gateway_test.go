@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/randid"
 )
@@ -109,7 +110,7 @@ func TestPlainHTTPRefusedAndNeverProxied(t *testing.T) {
 			if err := api.ValidateProblem(resp.StatusCode, resp.Header, data); err != nil {
 				t.Fatal(err)
 			}
-			var p Problem
+			var p e2ekit.Problem
 			if err := json.Unmarshal(data, &p); err != nil {
 				t.Fatal(err)
 			}

@@ -1,3 +1,8 @@
+// Package e2e is the main end-to-end suite: the whole platform (every
+// service binary and Traefik) runs on free ports against a fresh database,
+// and every test talks to it through the gateway over HTTPS with an
+// e2ekit.Client that checks each response against gateway/openapi.yaml.
+// The harness it shares with the other suites is gateway/internal/e2ekit.
 package e2e
 
 import (
@@ -9,6 +14,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/randid"
 )
@@ -40,7 +46,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	b, err := Prepare(ctx)
+	b, err := e2ekit.Prepare(ctx)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -94,7 +100,7 @@ func run(m *testing.M) int {
 
 	if code != 0 {
 		// Keep the evidence: the output of every process.
-		dumpStackLog("e2e", stackLog.String())
+		e2ekit.DumpStackLog("e2e", stackLog.String())
 	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stack did not stop cleanly: %v\n", err)
@@ -106,8 +112,8 @@ func run(m *testing.M) int {
 }
 
 // client returns a contract-checking HTTPS client for the test.
-func client(t testing.TB) *Client {
-	return NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+func client(t testing.TB) *e2ekit.Client {
+	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
 }
 
 func contains(list []string, s string) bool {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -141,30 +142,33 @@ func newTenant(t *testing.T) tenant {
 // subtest takes its own).
 type as struct {
 	t     *testing.T
-	c     *Client
+	c     *e2ekit.Client
 	token string
 }
 
 func (tn tenant) on(t *testing.T) as { return as{t: t, c: client(t), token: tn.token} }
 
-func (a as) do(method, path string, body any) *Response {
+func (a as) do(method, path string, body any) *e2ekit.Response {
 	a.t.Helper()
 	return a.c.Do(method, path, a.token, body)
 }
 
-func (a as) get(path string) *Response { a.t.Helper(); return a.do(http.MethodGet, path, nil) }
-func (a as) post(path string, body any) *Response {
+func (a as) get(path string) *e2ekit.Response { a.t.Helper(); return a.do(http.MethodGet, path, nil) }
+func (a as) post(path string, body any) *e2ekit.Response {
 	a.t.Helper()
 	return a.do(http.MethodPost, path, body)
 }
-func (a as) put(path string, body any) *Response {
+func (a as) put(path string, body any) *e2ekit.Response {
 	a.t.Helper()
 	return a.do(http.MethodPut, path, body)
 }
-func (a as) del(path string) *Response { a.t.Helper(); return a.do(http.MethodDelete, path, nil) }
+func (a as) del(path string) *e2ekit.Response {
+	a.t.Helper()
+	return a.do(http.MethodDelete, path, nil)
+}
 
 // raw sends body with the given Content-Type ("" sends none).
-func (a as) raw(method, path, contentType, body string) *Response {
+func (a as) raw(method, path, contentType, body string) *e2ekit.Response {
 	a.t.Helper()
 	req, err := http.NewRequestWithContext(a.t.Context(), method, stk.HTTPSURL+path, strings.NewReader(body))
 	if err != nil {
@@ -181,13 +185,13 @@ func (a as) raw(method, path, contentType, body string) *Response {
 
 // wantOK checks a successful answer and decodes its body into v (unless nil).
 // A 204 must come without a body.
-func wantOK(t testing.TB, r *Response, status int, v any) {
+func wantOK(t testing.TB, r *e2ekit.Response, status int, v any) {
 	t.Helper()
 	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, truncate(r.Body))
+		t.Fatalf("status %d, want %d: %s", r.Status, status, e2ekit.Truncate(r.Body))
 	}
 	if status == http.StatusNoContent && len(r.Body) != 0 {
-		t.Fatalf("204 with a body: %q", truncate(r.Body))
+		t.Fatalf("204 with a body: %q", e2ekit.Truncate(r.Body))
 	}
 	if v != nil {
 		r.JSON(t, v)
@@ -197,13 +201,13 @@ func wantOK(t testing.TB, r *Response, status int, v any) {
 // wantProblem checks an error answer: the status, an application/problem+json
 // body with the same status, a title, a type and the request id of the
 // X-Request-ID header. With fields, `errors` must name exactly those fields.
-func wantProblem(t testing.TB, r *Response, status int, fields ...string) Problem {
+func wantProblem(t testing.TB, r *e2ekit.Response, status int, fields ...string) e2ekit.Problem {
 	t.Helper()
 	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, truncate(r.Body))
+		t.Fatalf("status %d, want %d: %s", r.Status, status, e2ekit.Truncate(r.Body))
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
-		t.Fatalf("Content-Type %q, want application/problem+json: %s", ct, truncate(r.Body))
+		t.Fatalf("Content-Type %q, want application/problem+json: %s", ct, e2ekit.Truncate(r.Body))
 	}
 	p := r.Problem(t)
 	if p.Status != status || p.Title == "" || p.Type == "" {
@@ -232,10 +236,10 @@ func wantProblem(t testing.TB, r *Response, status int, fields ...string) Proble
 
 // wantClientError checks that the answer is a 4xx problem (never a 5xx) with
 // status want.
-func wantClientError(t testing.TB, r *Response, want int, fields ...string) Problem {
+func wantClientError(t testing.TB, r *e2ekit.Response, want int, fields ...string) e2ekit.Problem {
 	t.Helper()
 	if r.Status >= 500 {
-		t.Fatalf("server error %d: %s", r.Status, truncate(r.Body))
+		t.Fatalf("server error %d: %s", r.Status, e2ekit.Truncate(r.Body))
 	}
 	return wantProblem(t, r, want, fields...)
 }
@@ -411,7 +415,7 @@ func (a as) mapPage(topicID int64, pattern, matchType string) pageMappingBody {
 	return b
 }
 
-func wantLocation(t testing.TB, r *Response, base string, id int64) {
+func wantLocation(t testing.TB, r *e2ekit.Response, base string, id int64) {
 	t.Helper()
 	if id <= 0 {
 		t.Fatalf("created id %d: %s", id, r.Body)

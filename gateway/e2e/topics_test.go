@@ -18,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/nats-io/nats.go"
 
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
@@ -1395,7 +1396,7 @@ func TestTopicsMalformedBodies(t *testing.T) {
 			for _, b := range bodies {
 				r := a.raw(rt.method, rt.path, b.contentType, b.body)
 				if r.Status >= 500 || r.Status != b.status {
-					t.Fatalf("%s: status %d, want %d: %s", b.name, r.Status, b.status, truncate(r.Body))
+					t.Fatalf("%s: status %d, want %d: %s", b.name, r.Status, b.status, e2ekit.Truncate(r.Body))
 				}
 				wantClientError(t, r, b.status)
 			}
@@ -1584,7 +1585,7 @@ func TestTopicsRejectBadTokens(t *testing.T) {
 	for name, token := range bad {
 		t.Run(name, func(t *testing.T) {
 			a := as{t: t, c: client(t), token: token}
-			for _, r := range []*Response{
+			for _, r := range []*e2ekit.Response{
 				a.get(topicsPath),
 				a.post(topicsPath, map[string]any{"name": "Forged " + randid.Hex(3)}),
 				a.get(lookupPath + "?url=" + url.QueryEscape("https://shop.example/")),

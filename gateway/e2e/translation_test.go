@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/randid"
 )
 
 // translate posts to a translation route and decodes the bare JSON string.
-func translate(t *testing.T, path, token string, body any) (*Response, string) {
+func translate(t *testing.T, path, token string, body any) (*e2ekit.Response, string) {
 	t.Helper()
 	resp := client(t).Do(http.MethodPost, path, token, body)
 	var out string

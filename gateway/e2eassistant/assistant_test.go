@@ -10,20 +10,25 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
 
-type tenant = e2e.Tenant
+type tenant = e2ekit.Tenant
 
-func newTenant(t *testing.T) tenant { t.Helper(); return e2e.NewTenant(t, stk, client(t), "Assistant") }
-
-func client(t testing.TB) *e2e.Client { return e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api) }
-
-func wantStatus(t testing.TB, r *e2e.Response, want int, v any) {
+func newTenant(t *testing.T) tenant {
 	t.Helper()
-	e2e.WantStatus(t, r, want, v)
+	return e2ekit.NewTenant(t, stk, client(t), "Assistant")
+}
+
+func client(t testing.TB) *e2ekit.Client {
+	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+}
+
+func wantStatus(t testing.TB, r *e2ekit.Response, want int, v any) {
+	t.Helper()
+	e2ekit.WantStatus(t, r, want, v)
 }
 
 type topicRef struct {
@@ -129,7 +134,7 @@ func (w world) message(t testing.TB, id int64) messageBody {
 func (w world) waitReply(t *testing.T, id int64) messageBody {
 	t.Helper()
 	var m messageBody
-	e2e.Eventually(t, 20*time.Second, fmt.Sprintf("the assistant's reply to message %d", id), func() bool {
+	e2ekit.Eventually(t, 20*time.Second, fmt.Sprintf("the assistant's reply to message %d", id), func() bool {
 		m = w.message(t, id)
 		return m.AIReply.Status == "prepared" || m.AIReply.Engine != nil
 	})
@@ -151,10 +156,10 @@ func topicIDs(m messageBody) []int64 {
 	return out
 }
 
-// events is e2e.Events on the suite's backends.
+// events is e2ekit.Events on the suite's backends.
 func events[T any](t *testing.T, typ string, customerID int64, match func(T) bool) []T {
 	t.Helper()
-	return e2e.Events(t, backends, typ, customerID, match)
+	return e2ekit.Events(t, backends, typ, customerID, match)
 }
 
 // An end user's question gets its topic, its prompt documents and a reply
@@ -177,7 +182,7 @@ func TestReplyPreparedAndSentAsIs(t *testing.T) {
 	}
 	// The event goes through the outbox: it may follow the API's answer.
 	var assigned []contracts.TopicsAssigned
-	e2e.Eventually(t, 10*time.Second, "topics-assigned", func() bool {
+	e2ekit.Eventually(t, 10*time.Second, "topics-assigned", func() bool {
 		assigned = events(t, contracts.EventTopicsAssigned, w.tn.CustomerID, func(d contracts.TopicsAssigned) bool { return d.MessageID == m.MessageID })
 		return len(assigned) > 0
 	})
@@ -196,7 +201,7 @@ func TestReplyPreparedAndSentAsIs(t *testing.T) {
 	if after.AIReply.Status != "sent" {
 		t.Fatalf("after send-reply: %+v", after.AIReply)
 	}
-	var l e2e.List[messageBody]
+	var l e2ekit.List[messageBody]
 	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/TicketMessages?ticketId=%d", m.TicketID), w.tn.AgentToken, nil), http.StatusOK, &l)
 	if len(l.Items) != 2 || l.Items[1].SenderType != "Agent" || l.Items[1].Message != reply {
 		t.Fatalf("messages %+v", l.Items)
@@ -266,12 +271,12 @@ func TestDetectTopicsTriggersActionsAndManualWins(t *testing.T) {
 		"actionID": held.ActionID, "priority": 1, "isActive": true}), http.StatusCreated, &heldMapping)
 	m := w.open(t, "Agent", "The customer says the parcel has not arrived and wants the tracking link of the courier.")
 	wantStatus(t, c.Do(http.MethodPost, fmt.Sprintf("/api/TicketMessages/%d/detect-topics", m.MessageID), w.tn.AgentToken, nil), http.StatusNoContent, nil)
-	e2e.Eventually(t, 20*time.Second, "detected topics", func() bool { return len(w.message(t, m.MessageID).Topics) > 0 })
+	e2ekit.Eventually(t, 20*time.Second, "detected topics", func() bool { return len(w.message(t, m.MessageID).Topics) > 0 })
 	if got := topicIDs(w.message(t, m.MessageID)); !slices.Contains(got, w.topics["delivery"]) {
 		t.Fatalf("topics %v, want delivery %d", got, w.topics["delivery"])
 	}
 	var triggered []contracts.TopicActionTriggered
-	e2e.Eventually(t, 10*time.Second, "two actions triggered", func() bool {
+	e2ekit.Eventually(t, 10*time.Second, "two actions triggered", func() bool {
 		triggered = events(t, contracts.EventTopicActionTriggered, w.tn.CustomerID, func(d contracts.TopicActionTriggered) bool { return d.MessageID == m.MessageID })
 		return len(triggered) >= 2
 	})
@@ -281,7 +286,7 @@ func TestDetectTopicsTriggersActionsAndManualWins(t *testing.T) {
 	// The agent confirms the detected topics: the held action fires, once.
 	wantStatus(t, c.Do(http.MethodPut, fmt.Sprintf("/api/TicketMessages/%d/topics", m.MessageID), w.tn.AgentToken,
 		map[string]any{"topicIds": topicIDs(w.message(t, m.MessageID))}), http.StatusNoContent, nil)
-	e2e.Eventually(t, 10*time.Second, "the confirmed action", func() bool {
+	e2ekit.Eventually(t, 10*time.Second, "the confirmed action", func() bool {
 		triggered = events(t, contracts.EventTopicActionTriggered, w.tn.CustomerID, func(d contracts.TopicActionTriggered) bool { return d.MessageID == m.MessageID })
 		return len(triggered) >= 3
 	})
@@ -297,7 +302,7 @@ func TestDetectTopicsTriggersActionsAndManualWins(t *testing.T) {
 	kept := func() float64 { return metric(t, "assistant_work_total", `kind="detect"`, `outcome="manual-kept"`) }
 	before := kept()
 	wantStatus(t, c.Do(http.MethodPost, fmt.Sprintf("/api/TicketMessages/%d/detect-topics", m2.MessageID), w.tn.AgentToken, nil), http.StatusNoContent, nil)
-	e2e.Eventually(t, 20*time.Second, "the detection that kept the manual topics", func() bool { return kept() > before })
+	e2ekit.Eventually(t, 20*time.Second, "the detection that kept the manual topics", func() bool { return kept() > before })
 	if got := topicIDs(w.message(t, m2.MessageID)); fmt.Sprint(got) != fmt.Sprint([]int64{w.topics["password"]}) {
 		t.Fatalf("manual topics replaced: %v", got)
 	}

@@ -16,14 +16,14 @@ import (
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 )
 
 var (
 	stk      *stack.Stack
 	api      *apicontract.Contract
-	backends *e2e.Backends
+	backends *e2ekit.Backends
 )
 
 func TestMain(m *testing.M) {
@@ -35,9 +35,9 @@ func TestMain(m *testing.M) {
 	deadLLM := "http://" + ln.Addr().String() + "/v1"
 	ln.Close()
 	ai := []string{"AI_BASE_URL=" + deadLLM, "AI_MODEL=down-model", "AI_MAX_RETRIES=0", "AI_TIMEOUT=2s"}
-	s := e2e.Suite{Name: "e2eassistant", Services: []string{"auth", "topics", "mailingest", "tickets", "assistant"},
+	s := e2ekit.Suite{Name: "e2eassistant", Services: []string{"auth", "topics", "mailingest", "tickets", "assistant"},
 		Env: map[string][]string{"tickets": ai, "assistant": ai}}
-	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
+	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api = r.Stack, r.Contract
 		backends = r.Backends
 	}))

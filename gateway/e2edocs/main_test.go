@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 )
 
@@ -22,8 +22,8 @@ var (
 func TestMain(m *testing.M) {
 	// auth because every suite seeds its demo customer; docs needs nothing
 	// else.
-	s := e2e.Suite{Name: "e2edocs", Services: []string{"auth", "docs"}}
-	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
+	s := e2ekit.Suite{Name: "e2edocs", Services: []string{"auth", "docs"}}
+	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api, repoRoot = r.Stack, r.Contract, r.Build.RepoRoot
 	}))
 }

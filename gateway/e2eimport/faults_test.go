@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 )
@@ -98,7 +98,7 @@ func deliverRetrying(ctx context.Context, mc mailChannel, d graphfake.DeliverMai
 // that the tickets number exactly n+1, each with exactly one message.
 func waitExactly(t *testing.T, mc mailChannel, n int) {
 	t.Helper()
-	e2e.Eventually(t, 3*time.Minute, fmt.Sprintf("%d tickets", n), func() bool { return mc.tickets(t).TotalCount >= n })
+	e2ekit.Eventually(t, 3*time.Minute, fmt.Sprintf("%d tickets", n), func() bool { return mc.tickets(t).TotalCount >= n })
 	marker := "Marker " + randid.Hex(4)
 	mc.deliver(t, graphfake.DeliverMail{Subject: marker, From: sender("Marker"), Text: "last"})
 	mc.waitTicket(t, marker)

@@ -8,20 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 )
 
-type tenant = e2e.Tenant
+type tenant = e2ekit.Tenant
 
-func newTenant(t *testing.T) tenant { t.Helper(); return e2e.NewTenant(t, stk, client(t), "Import") }
+func newTenant(t *testing.T) tenant { t.Helper(); return e2ekit.NewTenant(t, stk, client(t), "Import") }
 
-func client(t testing.TB) *e2e.Client { return e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api) }
+func client(t testing.TB) *e2ekit.Client {
+	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+}
 
-func wantStatus(t testing.TB, r *e2e.Response, want int, v any) {
+func wantStatus(t testing.TB, r *e2ekit.Response, want int, v any) {
 	t.Helper()
-	e2e.WantStatus(t, r, want, v)
+	e2ekit.WantStatus(t, r, want, v)
 }
 
 type ticketBody struct {
@@ -81,15 +83,15 @@ type endUserBody struct {
 // Graph subscription.
 type mailChannel struct {
 	tn      tenant
-	channel e2e.Channel
-	folder  e2e.Folder
+	channel e2ekit.Channel
+	folder  e2ekit.Folder
 	mailbox string
 }
 
 func newMailChannel(t *testing.T) mailChannel {
 	t.Helper()
 	tn := newTenant(t)
-	ch, f := e2e.SubscribedFolder(t, client(t), graph, tn)
+	ch, f := e2ekit.SubscribedFolder(t, client(t), graph, tn)
 	return mailChannel{tn: tn, channel: ch, folder: f, mailbox: *ch.EmailAddress}
 }
 
@@ -111,9 +113,9 @@ func (mc mailChannel) deliver(t testing.TB, d graphfake.DeliverMail) string {
 }
 
 // tickets lists the channel's tickets (up to 100, newest first).
-func (mc mailChannel) tickets(t testing.TB) e2e.List[ticketBody] {
+func (mc mailChannel) tickets(t testing.TB) e2ekit.List[ticketBody] {
 	t.Helper()
-	var l e2e.List[ticketBody]
+	var l e2ekit.List[ticketBody]
 	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/Tickets?channelId=%d&pageSize=100", mc.channel.ChannelID), mc.tn.AgentToken, nil), http.StatusOK, &l)
 	return l
 }
@@ -122,7 +124,7 @@ func (mc mailChannel) tickets(t testing.TB) e2e.List[ticketBody] {
 func (mc mailChannel) waitTicket(t testing.TB, subject string) ticketBody {
 	t.Helper()
 	var found ticketBody
-	e2e.Eventually(t, 15*time.Second, "a ticket "+subject, func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "a ticket "+subject, func() bool {
 		for _, tk := range mc.tickets(t).Items {
 			if tk.Subject == subject {
 				found = tk
@@ -143,7 +145,7 @@ func (mc mailChannel) ticket(t testing.TB, id int64) ticketBody {
 
 func (mc mailChannel) messages(t testing.TB, ticketID int64) []messageBody {
 	t.Helper()
-	var l e2e.List[messageBody]
+	var l e2ekit.List[messageBody]
 	wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/TicketMessages?ticketId=%d&pageSize=100", ticketID), mc.tn.AgentToken, nil), http.StatusOK, &l)
 	return l.Items
 }
@@ -152,7 +154,7 @@ func (mc mailChannel) messages(t testing.TB, ticketID int64) []messageBody {
 func (mc mailChannel) waitMessages(t testing.TB, ticketID int64, n int) []messageBody {
 	t.Helper()
 	var ms []messageBody
-	e2e.Eventually(t, 15*time.Second, fmt.Sprintf("%d messages in ticket %d", n, ticketID), func() bool {
+	e2ekit.Eventually(t, 15*time.Second, fmt.Sprintf("%d messages in ticket %d", n, ticketID), func() bool {
 		ms = mc.messages(t, ticketID)
 		return len(ms) >= n
 	})
@@ -200,7 +202,7 @@ func (mc mailChannel) endUser(t testing.TB, id int64) endUserBody {
 // endUsersByEmail lists the tenant's end users with an address.
 func (mc mailChannel) endUsersByEmail(t testing.TB, email string) []endUserBody {
 	t.Helper()
-	var l e2e.List[endUserBody]
+	var l e2ekit.List[endUserBody]
 	wantStatus(t, client(t).Do(http.MethodGet, "/api/EndUsers?email="+url.QueryEscape(email), mc.tn.AgentToken, nil), http.StatusOK, &l)
 	return l.Items
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 )
@@ -200,12 +200,12 @@ func TestReplyGoesOutByMail(t *testing.T) {
 		t.Fatalf("agent message %+v", agent)
 	}
 	var out []graphfake.SentMail
-	e2e.Eventually(t, 15*time.Second, "the reply in the fake Graph's outbox", func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "the reply in the fake Graph's outbox", func() bool {
 		out = sentFrom(mc.mailbox)
 		return len(out) > 0
 	})
 	var reply messageBody
-	e2e.Eventually(t, 15*time.Second, "delivery sent on the agent message", func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "delivery sent on the agent message", func() bool {
 		wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/TicketMessages/%d", agent.MessageID), mc.tn.AgentToken, nil), http.StatusOK, &reply)
 		return reply.Delivery != nil && reply.Delivery.Status == "sent"
 	})
@@ -257,7 +257,7 @@ func TestReplyToAPITicketIsANewMail(t *testing.T) {
 		t.Fatalf("send-reply %d", st)
 	}
 	var out []graphfake.SentMail
-	e2e.Eventually(t, 15*time.Second, "the new mail in the fake Graph's outbox", func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "the new mail in the fake Graph's outbox", func() bool {
 		out = sentFrom(mc.mailbox)
 		return len(out) > 0
 	})
@@ -270,7 +270,7 @@ func TestReplyToAPITicketIsANewMail(t *testing.T) {
 		t.Fatalf("second send-reply %d, want 409", st)
 	}
 	ms := mc.waitMessages(t, m.TicketID, 2)
-	e2e.Eventually(t, 15*time.Second, "delivery sent", func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "delivery sent", func() bool {
 		var r messageBody
 		wantStatus(t, client(t).Do(http.MethodGet, fmt.Sprintf("/api/TicketMessages/%d", ms[1].MessageID), mc.tn.AgentToken, nil), http.StatusOK, &r)
 		return r.Delivery != nil && r.Delivery.Status == "sent"
@@ -302,7 +302,7 @@ func TestSubjectReferenceJoinsOnlyParticipants(t *testing.T) {
 	wantStatus(t, client(t).Do(http.MethodPost, fmt.Sprintf("/api/TicketMessages/%d/send-reply", m.MessageID), mc.tn.AgentToken,
 		map[string]any{"modifiedAnswer": "We will correct it."}), http.StatusOK, nil)
 	var out []graphfake.SentMail
-	e2e.Eventually(t, 15*time.Second, "the reply in the fake Graph's outbox", func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "the reply in the fake Graph's outbox", func() bool {
 		out = sentFrom(mc.mailbox)
 		return len(out) > 0
 	})

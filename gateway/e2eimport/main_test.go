@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/graphfake"
 )
@@ -25,14 +25,14 @@ var (
 	stk      *stack.Stack
 	api      *apicontract.Contract
 	graph    *graphfake.Server
-	backends *e2e.Backends
+	backends *e2ekit.Backends
 )
 
 func TestMain(m *testing.M) {
-	s := e2e.Suite{Name: "e2eimport", Services: []string{"auth", "mailingest", "renewal", "importworker", "tickets"},
+	s := e2ekit.Suite{Name: "e2eimport", Services: []string{"auth", "mailingest", "renewal", "importworker", "tickets"},
 		Graph: []string{"mailingest", "renewal", "importworker"},
 		Env:   map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s"}}}
-	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
+	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api = r.Stack, r.Contract
 		graph, backends = r.Graph, r.Backends
 	}))

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 )
@@ -36,7 +36,7 @@ func TestUnimportableMailDoesNotStopTheFolder(t *testing.T) {
 
 	path := fmt.Sprintf("/api/Channels/%d/folders/%d", mc.channel.ChannelID, mc.folder.FolderID)
 	var f folderSkips
-	e2e.Eventually(t, 15*time.Second, "the skipped mail counted on the folder", func() bool {
+	e2ekit.Eventually(t, 15*time.Second, "the skipped mail counted on the folder", func() bool {
 		wantStatus(t, client(t).Do(http.MethodGet, path, mc.tn.AgentToken, nil), http.StatusOK, &f)
 		return f.SkippedMessages > 0
 	})

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 )
@@ -33,7 +33,7 @@ type connectionBody struct {
 // Microsoft's pages through a plain one.
 type flow struct {
 	t      *testing.T
-	c      *e2e.Client
+	c      *e2ekit.Client
 	tn     tenant
 	fake   *http.Client
 	conn   connectionBody
@@ -60,7 +60,7 @@ func newFlow(t *testing.T, tn tenant, u graphfake.User) *flow {
 	graph.AddUser(u)
 	graph.SetAutoApprove(true)
 	f := &flow{t: t, tn: tn, tenant: u.TenantID, user: u.Username, fake: noRedirects(http.DefaultClient),
-		c: e2e.NewClient(t, stk.HTTPSURL, noRedirects(stk.HTTPClient()), api)}
+		c: e2ekit.NewClient(t, stk.HTTPSURL, noRedirects(stk.HTTPClient()), api)}
 	r := f.c.Do(http.MethodPost, "/api/ProviderConnections", tn.AdminToken, map[string]any{"loginHint": u.Username})
 	wantStatus(t, r, http.StatusCreated, &f.conn)
 	if f.conn.Status != "pending" || f.conn.CustomerID != tn.CustomerID || f.conn.AuthorizationURL == "" ||
@@ -87,7 +87,7 @@ func (f *flow) microsoft(u string) string {
 }
 
 // callback brings Microsoft's answer (a path with query) to the platform.
-func (f *flow) callback(path string) *e2e.Response {
+func (f *flow) callback(path string) *e2ekit.Response {
 	f.t.Helper()
 	return f.c.Do(http.MethodGet, path, "", nil)
 }
@@ -114,7 +114,7 @@ func (f *flow) get(token string) connectionBody {
 	return got
 }
 
-func wantProblem(t *testing.T, r *e2e.Response, status int, field string) e2e.Problem {
+func wantProblem(t *testing.T, r *e2ekit.Response, status int, field string) e2ekit.Problem {
 	t.Helper()
 	wantStatus(t, r, status, nil)
 	p := r.Problem(t)
@@ -162,7 +162,7 @@ func TestConnectMicrosoft365Tenant(t *testing.T) {
 	// Now the channel is accepted, and it subscribes with the tenant's token.
 	body["autoRetrieveEmails"] = true
 	ch := createChannel(t, tn, body)
-	e2e.Eventually(t, 10e9, "the inbox's subscription", func() bool {
+	e2ekit.Eventually(t, 10e9, "the inbox's subscription", func() bool {
 		return folders(t, tn, ch.ChannelID)[0].ProviderSubscriptionID != nil
 	})
 	// Admins only; agents and strangers get 403 / 401.
@@ -247,7 +247,7 @@ func TestConnectionsAcrossCustomers(t *testing.T) {
 	fa := newFlow(t, a, graphfake.User{})
 	var done connectionBody
 	wantStatus(t, fa.callback(fa.microsoft(fa.signIn())), http.StatusOK, &done)
-	mine := createChannel(t, a, e2e.EmailChannel(fa.tenant, false))
+	mine := createChannel(t, a, e2ekit.EmailChannel(fa.tenant, false))
 
 	// B's admin signs in to A's tenant (an admin of it): refused, A keeps it.
 	fb := newFlow(t, b, graphfake.User{TenantID: fa.tenant})
@@ -260,13 +260,13 @@ func TestConnectionsAcrossCustomers(t *testing.T) {
 		t.Errorf("B's attempt %+v", got)
 	}
 	// B cannot name A's tenant, nor A's mailbox (in a tenant of its own).
-	body := e2e.EmailChannel(fa.tenant, false)
+	body := e2ekit.EmailChannel(fa.tenant, false)
 	wantProblem(t, fb.c.Do(http.MethodPost, "/api/Channels", b.AdminToken, body), http.StatusBadRequest, "providerTenantID")
-	body = e2e.EmailChannel(connectedTenant(t, b), false)
+	body = e2ekit.EmailChannel(connectedTenant(t, b), false)
 	body["emailAddress"] = *mine.EmailAddress
 	wantProblem(t, fb.c.Do(http.MethodPost, "/api/Channels", b.AdminToken, body), http.StatusConflict, "emailAddress")
 	// Nor move a channel of its own there.
-	theirs := createChannel(t, b, e2e.EmailChannel(connectedTenant(t, b), false))
+	theirs := createChannel(t, b, e2ekit.EmailChannel(connectedTenant(t, b), false))
 	body["name"] = "moved"
 	wantProblem(t, fb.c.Do(http.MethodPut, fmt.Sprintf("/api/Channels/%d", theirs.ChannelID), b.AdminToken, body), http.StatusConflict, "emailAddress")
 	body["emailAddress"], body["providerTenantID"] = mailbox(), fa.tenant

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 )
 
 // backends are the stack's database (as its administrator) and JetStream
 // (as the NATS harness user).
-var backends *e2e.Backends
+var backends *e2ekit.Backends
 
 // exec runs SQL on the mail schema as the administrator (to put a folder
 // in a state the API cannot, such as an expiry within the hour).
@@ -35,10 +35,10 @@ func imports(t *testing.T, folderID int64) []contracts.MailImportRequest {
 	return out
 }
 
-// eventually is e2e.Eventually.
+// eventually is e2ekit.Eventually.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	e2e.Eventually(t, d, what, cond)
+	e2ekit.Eventually(t, d, what, cond)
 }
 
 // metric reads a counter of mailingest's /metrics (sum over label sets

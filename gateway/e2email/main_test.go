@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/graphfake"
 )
@@ -25,13 +25,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	s := e2e.Suite{Name: "e2email", Services: []string{"auth", "mailingest", "renewal"},
+	s := e2ekit.Suite{Name: "e2email", Services: []string{"auth", "mailingest", "renewal"},
 		Graph: []string{"mailingest", "renewal"},
 		// A round every second, so tests see the job's effects quickly; a
 		// subscription create gives up after 5 s (TestTimedOutCreateLeavesNoOrphan).
 		Env: map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s", "GRAPH_SUBSCRIPTION_CREATE_TIMEOUT=5s"},
 			"mailingest": {"GRAPH_SUBSCRIPTION_CREATE_TIMEOUT=5s"}}}
-	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
+	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api = r.Stack, r.Contract
 		repoRoot, binDir, graph, backends = r.Build.RepoRoot, r.Build.BinDir, r.Graph, r.Backends
 	}))

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 )
 
 // One live channel per mailbox and customer, also when ten requests race:
@@ -17,7 +17,7 @@ func TestChannelsParallelSameMailbox(t *testing.T) {
 	tn := newTenant(t)
 	body := emailChannel(t, tn, false)
 	body["emailAddress"] = strings.ToUpper(mailbox())
-	counts := e2e.Parallel(10, func() *e2e.Response { return client(t).Do(http.MethodPost, "/api/Channels", tn.AdminToken, body) })
+	counts := e2ekit.Parallel(10, func() *e2ekit.Response { return client(t).Do(http.MethodPost, "/api/Channels", tn.AdminToken, body) })
 	if counts[http.StatusCreated] != 1 || counts[http.StatusConflict] != 9 {
 		t.Fatalf("statuses %v, want one 201 and nine 409", counts)
 	}
@@ -29,7 +29,7 @@ func TestSubscribeParallel(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	ch := createChannel(t, tn, emailChannel(t, tn, false))
-	counts := e2e.Parallel(5, func() *e2e.Response {
+	counts := e2ekit.Parallel(5, func() *e2ekit.Response {
 		return client(t).Do(http.MethodPost, fmt.Sprintf("/api/ProviderWebhook/subscribe/%d", ch.ChannelID), tn.AdminToken, nil)
 	})
 	if counts[http.StatusOK] != 5 {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
@@ -210,10 +210,10 @@ func newGUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// subscribedFolder is e2e.SubscribedFolder.
+// subscribedFolder is e2ekit.SubscribedFolder.
 func subscribedFolder(t *testing.T, tn tenant) (channelBody, folderBody) {
 	t.Helper()
-	return e2e.SubscribedFolder(t, client(t), graph, tn)
+	return e2ekit.SubscribedFolder(t, client(t), graph, tn)
 }
 
 func TestNotificationQueuesImport(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -26,8 +26,8 @@ import (
 // logs: nothing was done twice).
 func TestSIGTERMStopsAConsumerCleanly(t *testing.T) {
 	f := newFixture(t)
-	c := e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
-	ch := e2e.CreateChannel(t, c, f.tn, map[string]any{"name": "Support", "kind": "email", "emailAddress": e2e.Mailbox()})
+	c := e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+	ch := e2ekit.CreateChannel(t, c, f.tn, map[string]any{"name": "Support", "kind": "email", "emailAddress": e2ekit.Mailbox()})
 	r, err := stk.StartReplica(t.Context(), "tickets")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -255,25 +255,25 @@ func truncate(b []byte) string {
 
 // fixture is the tenant the load works for.
 type fixture struct {
-	tn        e2e.Tenant
+	tn        e2ekit.Tenant
 	channelID int64
 	endUserID int64
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	c := e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
-	f := fixture{tn: e2e.NewTenant(t, stk, c, "Recovery")}
+	c := e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+	f := fixture{tn: e2ekit.NewTenant(t, stk, c, "Recovery")}
 	var ch struct {
 		ChannelID int64 `json:"channelID"`
 	}
-	e2e.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", f.tn.AdminToken,
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", f.tn.AdminToken,
 		map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
 	f.channelID = ch.ChannelID
 	var u struct {
 		EndUserID int64 `json:"endUserID"`
 	}
-	e2e.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", f.tn.AgentToken,
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", f.tn.AgentToken,
 		map[string]any{"name": "Load customer", "email": "load-" + randid.Hex(4) + "@example.com"}), http.StatusCreated, &u)
 	f.endUserID = u.EndUserID
 	return f
@@ -329,7 +329,7 @@ func (f fixture) mix(run string) []op {
 // EVENTS stream.
 func eventsOf(t *testing.T, typ string, customerID int64) []map[string]any {
 	t.Helper()
-	return e2e.Events(t, backends, typ, customerID, func(map[string]any) bool { return true })
+	return e2ekit.Events(t, backends, typ, customerID, func(map[string]any) bool { return true })
 }
 
 // serverLog returns the services' log lines of the problem's request id

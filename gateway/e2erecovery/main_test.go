@@ -17,14 +17,14 @@ import (
 	"time"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 )
 
 var (
 	stk      *stack.Stack
 	api      *apicontract.Contract
-	backends *e2e.Backends
+	backends *e2ekit.Backends
 	pg       *stack.PrivatePostgres
 	rdb      *stack.PrivateRedis
 )
@@ -51,8 +51,8 @@ func run(m *testing.M) int {
 	}
 	defer rdb.Close()
 	infra := stack.LocalInfraAt(pg.URL("postgres"), rdb.Addr, "")
-	s := e2e.Suite{Name: "e2erecovery", Services: services, Infra: &infra}
-	return e2e.Main(m, s, func(r e2e.Running) {
+	s := e2ekit.Suite{Name: "e2erecovery", Services: services, Infra: &infra}
+	return e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api, backends = r.Stack, r.Contract, r.Backends
 	})
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -73,7 +73,7 @@ func TestOutagesUnderLoad(t *testing.T) {
 		if o.name == "redis" {
 			// The revocation list survived the restart (Redis keeps it in
 			// its append-only file): a logged-out token stays refused.
-			c := e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+			c := e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
 			if r := c.Do(http.MethodGet, "/api/Customers/me", revoked, nil); r.Status != http.StatusUnauthorized {
 				t.Errorf("a token logged out before the Redis restart: %d %s", r.Status, r.String())
 			}
@@ -187,7 +187,7 @@ func waitReadiness(t *testing.T, o outage, ready bool) {
 				if err := api.ValidateProblem(status, header, body); err != nil {
 					t.Fatalf("%s /readyz: %v", svc, err)
 				}
-				var p e2e.Problem
+				var p e2ekit.Problem
 				_ = json.Unmarshal(body, &p)
 				if p.Errors[o.name] == "" {
 					t.Fatalf("%s /readyz does not name %s: %s", svc, o.name, body)
@@ -235,9 +235,9 @@ func get(url string) (int, http.Header, []byte, error) {
 // revocation list in Redis.
 func loggedOutToken(t *testing.T) string {
 	t.Helper()
-	c := e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+	c := e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
 	tok := c.Login(stk.Demo.Email, stk.Demo.Password)
-	e2e.WantStatus(t, c.Do(http.MethodPost, "/api/Auth/logout", tok, nil), http.StatusNoContent, nil)
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Auth/logout", tok, nil), http.StatusNoContent, nil)
 	if r := c.Do(http.MethodGet, "/api/Customers/me", tok, nil); r.Status != http.StatusUnauthorized {
 		t.Fatalf("a logged-out token: %d", r.Status)
 	}

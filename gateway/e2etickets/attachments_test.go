@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -80,7 +80,7 @@ func attFilePart(fileName, contentType string, data []byte) attPart {
 }
 
 // attPost sends a multipart body of parts to the upload route.
-func attPost(t *testing.T, token string, messageID int64, parts ...attPart) *e2e.Response {
+func attPost(t *testing.T, token string, messageID int64, parts ...attPart) *e2ekit.Response {
 	t.Helper()
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
@@ -99,7 +99,7 @@ func attPost(t *testing.T, token string, messageID int64, parts ...attPart) *e2e
 	return attSend(t, token, messageID, w.FormDataContentType(), body.Bytes())
 }
 
-func attSend(t *testing.T, token string, messageID int64, contentType string, body []byte) *e2e.Response {
+func attSend(t *testing.T, token string, messageID int64, contentType string, body []byte) *e2ekit.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, stk.HTTPSURL+attPath(messageID), bytes.NewReader(body))
 	if err != nil {
@@ -124,7 +124,7 @@ func attUpload(t *testing.T, token string, messageID int64, fileName, contentTyp
 	return a
 }
 
-func attDownload(t *testing.T, token string, messageID, id int64) *e2e.Response {
+func attDownload(t *testing.T, token string, messageID, id int64) *e2ekit.Response {
 	t.Helper()
 	return client(t).Do(http.MethodGet, fmt.Sprintf("%s/%d", attPath(messageID), id), token, nil)
 }
@@ -355,7 +355,7 @@ func TestAttBadRequests(t *testing.T) {
 	emptyName.Set("Content-Disposition", `form-data; name="file"; filename=""`)
 	other := textproto.MIMEHeader{}
 	other.Set("Content-Disposition", `form-data; name="attachment"; filename="x.txt"`)
-	for name, r := range map[string]*e2e.Response{
+	for name, r := range map[string]*e2ekit.Response{
 		"json body":         client(t).Do(http.MethodPost, attPath(m.MessageID), tn.AgentToken, map[string]string{"file": "x"}),
 		"no body":           attSend(t, tn.AgentToken, m.MessageID, "multipart/form-data; boundary=xyz", nil),
 		"no boundary":       attSend(t, tn.AgentToken, m.MessageID, "multipart/form-data", []byte("--x\r\n")),
@@ -434,7 +434,7 @@ func TestAttParallelUploads(t *testing.T) {
 	for i := range n {
 		next <- i
 	}
-	counts := e2e.Parallel(n, func() *e2e.Response {
+	counts := e2ekit.Parallel(n, func() *e2ekit.Response {
 		i := <-next
 		return attPost(t, tn.AgentToken, m.MessageID, attFilePart(fmt.Sprintf("f%d.bin", i), "", files[i]))
 	})

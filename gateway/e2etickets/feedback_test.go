@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 )
 
@@ -19,7 +19,7 @@ type fbBody struct {
 }
 
 // fbVote clicks a feedback link, without any bearer token.
-func fbVote(t *testing.T, messageID int64, token, vote string) *e2e.Response {
+func fbVote(t *testing.T, messageID int64, token, vote string) *e2ekit.Response {
 	t.Helper()
 	q := url.Values{}
 	if token != "" {
@@ -96,7 +96,7 @@ func TestFbTokens(t *testing.T) {
 	m := attSeedMessage(t, tn)
 	sibling := attSeedMessage(t, tn)
 	foreign := attSeedMessage(t, other)
-	for name, r := range map[string]*e2e.Response{
+	for name, r := range map[string]*e2ekit.Response{
 		"wrong token":                 fbVote(t, m.MessageID, "not-the-token", "like"),
 		"token of a sibling ticket":   fbVote(t, m.MessageID, sibling.Token, "like"),
 		"token of another customer":   fbVote(t, m.MessageID, foreign.Token, "like"),
@@ -185,7 +185,7 @@ func TestFbRateLimitPerToken(t *testing.T) {
 	tn := newTenant(t)
 	m := attSeedMessage(t, tn)
 	const limit, clicks = 30, 36
-	counts := e2e.Parallel(clicks, func() *e2e.Response { return fbVote(t, m.MessageID, m.Token, "like") })
+	counts := e2ekit.Parallel(clicks, func() *e2ekit.Response { return fbVote(t, m.MessageID, m.Token, "like") })
 	if counts[http.StatusOK] != limit || counts[http.StatusTooManyRequests] != clicks-limit {
 		t.Fatalf("statuses %v, want %d x 200 and %d x 429", counts, limit, clicks-limit)
 	}

@@ -7,28 +7,33 @@ import (
 	"net/http"
 	"testing"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/randid"
 )
 
 // Every test works in tenants of its own, so lists hold only what the test
 // made and tests may run in parallel.
 
-// tenant is a customer of the test's own (e2e.Tenant).
-type tenant = e2e.Tenant
+// tenant is a customer of the test's own (e2ekit.Tenant).
+type tenant = e2ekit.Tenant
 
-func newTenant(t *testing.T) tenant { t.Helper(); return e2e.NewTenant(t, stk, client(t), "Tickets") }
-
-func client(t testing.TB) *e2e.Client { return e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api) }
-
-// wantStatus is e2e.WantStatus.
-func wantStatus(t testing.TB, r *e2e.Response, want int, v any) {
+func newTenant(t *testing.T) tenant {
 	t.Helper()
-	e2e.WantStatus(t, r, want, v)
+	return e2ekit.NewTenant(t, stk, client(t), "Tickets")
+}
+
+func client(t testing.TB) *e2ekit.Client {
+	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+}
+
+// wantStatus is e2ekit.WantStatus.
+func wantStatus(t testing.TB, r *e2ekit.Response, want int, v any) {
+	t.Helper()
+	e2ekit.WantStatus(t, r, want, v)
 }
 
 // wantProblem requires status want and a problem naming field (when not "").
-func wantProblem(t testing.TB, r *e2e.Response, want int, field string) {
+func wantProblem(t testing.TB, r *e2ekit.Response, want int, field string) {
 	t.Helper()
 	wantStatus(t, r, want, nil)
 	if p := r.Problem(t); field != "" && p.Errors[field] == "" {
@@ -48,7 +53,7 @@ type endUserBody struct {
 	DateUpdated      string          `json:"dateUpdated"`
 }
 
-type listBody[T any] = e2e.List[T]
+type listBody[T any] = e2ekit.List[T]
 
 // createEndUser makes an end user and checks its Location.
 func createEndUser(t *testing.T, token string, body any) endUserBody {
@@ -63,7 +68,7 @@ func createEndUser(t *testing.T, token string, body any) endUserBody {
 }
 
 // postWithKey sends POST /api/EndUsers with an Idempotency-Key.
-func postWithKey(t *testing.T, token, key string, body any) *e2e.Response {
+func postWithKey(t *testing.T, token, key string, body any) *e2ekit.Response {
 	t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {

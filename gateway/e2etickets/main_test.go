@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 )
 
@@ -20,7 +20,7 @@ var (
 	api      *apicontract.Contract
 	repoRoot string
 	binDir   string
-	backends *e2e.Backends
+	backends *e2ekit.Backends
 )
 
 func TestMain(m *testing.M) {
@@ -28,9 +28,9 @@ func TestMain(m *testing.M) {
 	// names and actions, channels).
 	// The attachment quota is small enough to fill in a test (TestAttQuota)
 	// and holds the largest upload of another test (25 MiB).
-	s := e2e.Suite{Name: "e2etickets", Services: []string{"auth", "topics", "mailingest", "tickets"},
+	s := e2ekit.Suite{Name: "e2etickets", Services: []string{"auth", "topics", "mailingest", "tickets"},
 		Env: map[string][]string{"tickets": {"ATTACHMENT_QUOTA_BYTES=" + strconv.Itoa(attQuota)}}}
-	os.Exit(e2e.Main(m, s, func(r e2e.Running) {
+	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api = r.Stack, r.Contract
 		repoRoot, binDir, backends = r.Build.RepoRoot, r.Build.BinDir, r.Backends
 	}))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -131,7 +131,7 @@ func msgCount(t *testing.T, table string, customerID int64) int {
 func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, match func(T) bool) []T {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	read := func() []T { return e2e.Events(t, backends, typ, customerID, match) }
+	read := func() []T { return e2ekit.Events(t, backends, typ, customerID, match) }
 	for {
 		out := read()
 		if len(out) >= want {
@@ -149,7 +149,7 @@ func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, matc
 }
 
 // msgSend sends a request with a body of the given content type.
-func msgSend(t *testing.T, method, path, token, contentType, body string, header ...string) *e2e.Response {
+func msgSend(t *testing.T, method, path, token, contentType, body string, header ...string) *e2ekit.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, stk.HTTPSURL+path, bytes.NewReader([]byte(body)))
 	if err != nil {
@@ -396,7 +396,7 @@ func TestMsgIdempotency(t *testing.T) {
 	// A ticket opened with a key is opened once.
 	open := fmt.Sprintf(`{"message":"new","subject":"Once","channelID":%d,"endUserID":%d}`, w.channelID, w.endUserID)
 	openKey := "msg-open-" + randid.Hex(8)
-	counts := e2e.Parallel(8, func() *e2e.Response {
+	counts := e2ekit.Parallel(8, func() *e2ekit.Response {
 		return msgSend(t, http.MethodPost, msgPath, w.tn.AgentToken, "application/json", open, "Idempotency-Key", openKey)
 	})
 	if counts[http.StatusCreated] < 1 || counts[http.StatusCreated]+counts[http.StatusConflict] != 8 {

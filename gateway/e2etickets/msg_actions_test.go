@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -86,7 +86,7 @@ func TestMsgSendReplyConcurrent(t *testing.T) {
 	w := msgNewWorld(t)
 	m := w.open(t, "once")
 	msgPrepare(t, w.tn.AgentToken, m.MessageID, "Only once")
-	counts := e2e.Parallel(10, func() *e2e.Response {
+	counts := e2ekit.Parallel(10, func() *e2ekit.Response {
 		return client(t).Do(http.MethodPost, msgID(m.MessageID)+"/send-reply", w.tn.AgentToken, nil)
 	})
 	if counts[http.StatusOK] != 1 || counts[http.StatusConflict] != 9 {

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
 
-func msgPutTopics(t *testing.T, token string, messageID int64, ids ...int64) *e2e.Response {
+func msgPutTopics(t *testing.T, token string, messageID int64, ids ...int64) *e2ekit.Response {
 	t.Helper()
 	if ids == nil {
 		ids = []int64{}
@@ -215,7 +215,7 @@ func TestMsgTopicsConcurrent(t *testing.T) {
 	lists := [][]int64{{ids[0], ids[1], ids[2]}, {ids[3], ids[4]}, {ids[5]}, {ids[1], ids[3], ids[5]}}
 	var mu sync.Mutex
 	n := 0
-	counts := e2e.Parallel(12, func() *e2e.Response {
+	counts := e2ekit.Parallel(12, func() *e2ekit.Response {
 		// Each request takes the next list, under the counter's lock.
 		mu.Lock()
 		l := lists[n%len(lists)]

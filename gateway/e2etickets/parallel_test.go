@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/randid"
 )
 
@@ -14,7 +14,7 @@ func TestEndUsersParallelSameEmail(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	email := "race-" + randid.Hex(4) + "@example.com"
-	counts := e2e.Parallel(10, func() *e2e.Response {
+	counts := e2ekit.Parallel(10, func() *e2ekit.Response {
 		return client(t).Do(http.MethodPost, "/api/EndUsers", tn.AgentToken, map[string]any{"name": "Racer", "email": email})
 	})
 	if counts[http.StatusCreated] != 1 || counts[http.StatusConflict] != 9 {
@@ -32,7 +32,7 @@ func TestEndUsersParallelIdempotencyKey(t *testing.T) {
 	tn := newTenant(t)
 	key := "race-" + randid.Hex(8)
 	body := map[string]any{"name": "Once"}
-	counts := e2e.Parallel(10, func() *e2e.Response { return postWithKey(t, tn.AgentToken, key, body) })
+	counts := e2ekit.Parallel(10, func() *e2ekit.Response { return postWithKey(t, tn.AgentToken, key, body) })
 	if counts[http.StatusCreated] < 1 || counts[http.StatusCreated]+counts[http.StatusConflict] != 10 {
 		t.Fatalf("statuses %v, want 201s (the first and replays) and 409s (still running)", counts)
 	}

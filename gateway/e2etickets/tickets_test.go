@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -97,12 +97,12 @@ func tkIDs(l listBody[tkTicketBody]) []int64 {
 	return out
 }
 
-func tkPut(t *testing.T, token string, id int64, body any) *e2e.Response {
+func tkPut(t *testing.T, token string, id int64, body any) *e2ekit.Response {
 	t.Helper()
 	return client(t).Do(http.MethodPut, fmt.Sprintf("/api/Tickets/%d", id), token, body)
 }
 
-func tkBulk(t *testing.T, token string, body any) *e2e.Response {
+func tkBulk(t *testing.T, token string, body any) *e2ekit.Response {
 	t.Helper()
 	return client(t).Do(http.MethodPost, "/api/Tickets/bulk-update", token, body)
 }
@@ -562,7 +562,7 @@ func TestTkTicketsCrossTenant(t *testing.T) {
 }
 
 // tkPostWithKey sends POST /api/Tickets with an Idempotency-Key.
-func tkPostWithKey(t *testing.T, token, key string, body any) *e2e.Response {
+func tkPostWithKey(t *testing.T, token, key string, body any) *e2ekit.Response {
 	t.Helper()
 	data, err := json.Marshal(body)
 	if err != nil {
@@ -594,7 +594,7 @@ func TestTkTicketsIdempotencyKey(t *testing.T) {
 	}
 	// Ten at once with a new key: one ticket.
 	key2 := "tk-" + randid.Hex(8)
-	counts := e2e.Parallel(10, func() *e2e.Response { return tkPostWithKey(t, e.tn.AgentToken, key2, body) })
+	counts := e2ekit.Parallel(10, func() *e2ekit.Response { return tkPostWithKey(t, e.tn.AgentToken, key2, body) })
 	if counts[http.StatusCreated] < 1 || counts[http.StatusCreated]+counts[http.StatusConflict] != 10 {
 		t.Fatalf("statuses %v", counts)
 	}
@@ -701,7 +701,7 @@ func TestTkTicketsBulkUpdateParallel(t *testing.T) {
 		ids = append(ids, e.tkOpen(t, fmt.Sprintf("bulk %d", i)).TicketID)
 	}
 	var next atomic.Int64
-	counts := e2e.Parallel(16, func() *e2e.Response {
+	counts := e2ekit.Parallel(16, func() *e2ekit.Response {
 		i := int(next.Add(1))
 		sub := slices.Clone(ids[i%6 : i%6+6])
 		if i%2 == 0 {
@@ -732,7 +732,7 @@ func TestTkTicketsBulkUpdateParallel(t *testing.T) {
 func TestTkTicketsParallelCreateCounts(t *testing.T) {
 	t.Parallel()
 	e := tkNewEnv(t)
-	counts := e2e.Parallel(20, func() *e2e.Response {
+	counts := e2ekit.Parallel(20, func() *e2ekit.Response {
 		return client(t).Do(http.MethodPost, "/api/Tickets", e.tn.AgentToken,
 			map[string]any{"subject": "Racer", "channelID": e.channelID, "endUserID": e.endUserID})
 	})
@@ -745,7 +745,7 @@ func TestTkTicketsParallelCreateCounts(t *testing.T) {
 		t.Fatalf("list %d of %d", len(l.Items), l.TotalCount)
 	}
 	// And deleted at once.
-	counts = e2e.Parallel(10, func() *e2e.Response {
+	counts = e2ekit.Parallel(10, func() *e2ekit.Response {
 		return client(t).Do(http.MethodDelete, fmt.Sprintf("/api/Tickets/%d", l.Items[0].TicketID), e.tn.AgentToken, nil)
 	})
 	if counts[http.StatusNoContent] != 1 || counts[http.StatusNotFound] != 9 {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"supportplatform.dev/deploy/stack"
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/telemetry/otlptest"
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2etrace setup: OTLP receiver:", err)
 		os.Exit(1)
 	}
-	s := e2e.Suite{Name: "e2etrace", Services: []string{"auth", "topics", "mailingest", "renewal", "importworker", "tickets"},
+	s := e2ekit.Suite{Name: "e2etrace", Services: []string{"auth", "topics", "mailingest", "renewal", "importworker", "tickets"},
 		Graph:        []string{"mailingest", "renewal", "importworker"},
 		OTLPEndpoint: receiver.URL,
 		Env: map[string][]string{
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 			"*":       {"OTEL_BSP_SCHEDULE_DELAY=200"},
 			"renewal": {"RENEWAL_INTERVAL=1s"},
 		}}
-	code := e2e.Main(m, s, func(r e2e.Running) {
+	code := e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api, graph = r.Stack, r.Contract, r.Graph
 	})
 	receiver.Close()

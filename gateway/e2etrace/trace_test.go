@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/gateway/e2e"
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/graphfake"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/telemetry/otlptest"
@@ -19,7 +19,9 @@ import (
 // Traefik exports its spans every 5 s; the services every 200 ms.
 const spanWait = 30 * time.Second
 
-func client(t testing.TB) *e2e.Client { return e2e.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api) }
+func client(t testing.TB) *e2ekit.Client {
+	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
+}
 
 // spans is one trace's received spans.
 type spans []otlptest.Span
@@ -98,11 +100,11 @@ func waitTrace(t *testing.T, traceID, what string, ok func(spans) bool) spans {
 // tickets, each span the child of the one before.
 func TestTopicChangeIsOneTraceThroughTheOutboxIntoTickets(t *testing.T) {
 	c := client(t)
-	tn := e2e.NewTenant(t, stk, c, "Trace")
+	tn := e2ekit.NewTenant(t, stk, c, "Trace")
 	var topic struct {
 		TopicID int64 `json:"topicID"`
 	}
-	e2e.WantStatus(t, c.Do(http.MethodPost, "/api/Topics", tn.AdminToken, map[string]any{"name": "Billing " + randid.Hex(4)}),
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Topics", tn.AdminToken, map[string]any{"name": "Billing " + randid.Hex(4)}),
 		http.StatusCreated, &topic)
 
 	traceID, callerSpan := randid.Hex(16), randid.Hex(8)
@@ -111,7 +113,7 @@ func TestTopicChangeIsOneTraceThroughTheOutboxIntoTickets(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tn.AdminToken)
 	req.Header.Set("traceparent", "00-"+traceID+"-"+callerSpan+"-01")
-	e2e.WantStatus(t, c.DoRequest(req), http.StatusNoContent, nil)
+	e2ekit.WantStatus(t, c.DoRequest(req), http.StatusNoContent, nil)
 
 	ss := waitTrace(t, traceID, "Traefik, topics and the tickets consumer in the trace", func(ss spans) bool {
 		_, gw := ss.find("traefik", "server", "")
@@ -150,8 +152,8 @@ func TestTopicChangeIsOneTraceThroughTheOutboxIntoTickets(t *testing.T) {
 // one trace from the notification to the ticket.
 func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 	c := client(t)
-	tn := e2e.NewTenant(t, stk, c, "TraceMail")
-	ch, _ := e2e.SubscribedFolder(t, c, graph, tn)
+	tn := e2ekit.NewTenant(t, stk, c, "TraceMail")
+	ch, _ := e2ekit.SubscribedFolder(t, c, graph, tn)
 	deliver := func(n int) string {
 		subject := fmt.Sprintf("Traced %d %s", n, randid.Hex(4))
 		id, err := graph.Deliver(t.Context(), graphfake.DeliverMail{Mailbox: *ch.EmailAddress, Subject: subject,
@@ -159,11 +161,11 @@ func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e2e.Eventually(t, 30*time.Second, "the mail's ticket", func() bool {
-			var l e2e.List[struct {
+		e2ekit.Eventually(t, 30*time.Second, "the mail's ticket", func() bool {
+			var l e2ekit.List[struct {
 				Subject string `json:"subject"`
 			}]
-			e2e.WantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/Tickets?channelId=%d", ch.ChannelID), tn.AgentToken, nil), http.StatusOK, &l)
+			e2ekit.WantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/Tickets?channelId=%d", ch.ChannelID), tn.AgentToken, nil), http.StatusOK, &l)
 			return len(l.Items) == n && l.Items[0].Subject == subject
 		})
 		return id
@@ -228,14 +230,14 @@ func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 // the request carry it.
 func TestProblemCarriesTheTraceID(t *testing.T) {
 	c := client(t)
-	tn := e2e.NewTenant(t, stk, c, "TraceProblem")
+	tn := e2ekit.NewTenant(t, stk, c, "TraceProblem")
 	r := c.Do(http.MethodPost, "/api/Topics", tn.AdminToken, `{"name": 5}`)
 	var p struct {
 		Status    int    `json:"status"`
 		RequestID string `json:"requestId"`
 		TraceID   string `json:"traceId"`
 	}
-	e2e.WantStatus(t, r, http.StatusBadRequest, nil)
+	e2ekit.WantStatus(t, r, http.StatusBadRequest, nil)
 	r.JSON(t, &p)
 	if len(p.TraceID) != 32 || strings.Trim(p.TraceID, "0") == "" {
 		t.Fatalf("problem traceId %q: %s", p.TraceID, r)
@@ -256,7 +258,7 @@ func TestProblemCarriesTheTraceID(t *testing.T) {
 	}
 
 	// The access log line of the request names the trace.
-	e2e.Eventually(t, 10*time.Second, "a topics log line with the trace id", func() bool {
+	e2ekit.Eventually(t, 10*time.Second, "a topics log line with the trace id", func() bool {
 		data, err := os.ReadFile(stk.LogFile("topics"))
 		if err != nil {
 			t.Fatal(err)

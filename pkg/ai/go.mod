@@ -6,6 +6,7 @@ require (
 	github.com/abadojack/whatlanggo v1.0.1
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	golang.org/x/text v0.43.0
+	supportplatform.dev/pkg v0.0.0
 )
 
 require (
@@ -18,6 +19,8 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 )
+
+// Outside the workspace (GOWORK=off) the shared module is found here; in the
+// workspace go.work provides it.
+replace supportplatform.dev/pkg => ../

@@ -9,7 +9,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/oauth2 v0.37.0
 	golang.org/x/sync v0.24.0
-	supportplatform.dev/ai v0.0.0
 	supportplatform.dev/pkg v0.0.0
 )
 
@@ -97,5 +96,3 @@ require (
 )
 
 replace supportplatform.dev/pkg => ../../pkg
-
-replace supportplatform.dev/ai => ../../pkg/ai

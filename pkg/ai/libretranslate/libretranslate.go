@@ -18,9 +18,9 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/text/language"
 
-	"supportplatform.dev/ai/httpretry"
 	"supportplatform.dev/ai/langcode"
 	"supportplatform.dev/ai/mt"
+	"supportplatform.dev/pkg/httpretry"
 )
 
 const (

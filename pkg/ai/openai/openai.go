@@ -18,7 +18,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
-	"supportplatform.dev/ai/httpretry"
+	"supportplatform.dev/pkg/httpretry"
 )
 
 // DefaultTimeout bounds one attempt when Config.Timeout is zero. Local models on CPU can take tens

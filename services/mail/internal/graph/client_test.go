@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"supportplatform.dev/ai/httpretry"
 	"supportplatform.dev/pkg/graphfake"
+	"supportplatform.dev/pkg/httpretry"
 	"supportplatform.dev/services/mail/internal/graph"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"supportplatform.dev/ai/httpretry"
+	"supportplatform.dev/pkg/httpretry"
 )
 
 // A mail call's reply that arrived but cannot be used. Asking again gets the same reply: the

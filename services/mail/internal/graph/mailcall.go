@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"supportplatform.dev/ai/httpretry"
+	"supportplatform.dev/pkg/httpretry"
 )
 
 // Unlike the subscription calls, every mail call (delta, message, attachments, reply, sendMail)

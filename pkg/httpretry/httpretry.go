@@ -1,6 +1,8 @@
 // Package httpretry decides whether and when an HTTP call to an upstream API is repeated: which
 // statuses are transient, how a Retry-After header is read, and how long to back off otherwise.
-// The HTTP clients of this module share it so that they behave alike under load shedding.
+// The HTTP clients to outside APIs (the mail service's Microsoft Graph client and the AI module's
+// OpenAI-compatible and LibreTranslate clients) share it so that they behave alike under load
+// shedding; it lives in pkg because more than one module uses it.
 package httpretry
 
 import (

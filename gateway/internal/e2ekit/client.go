@@ -1,8 +1,11 @@
-// Package e2e holds the end-to-end tests: the whole platform (service
-// binaries and Traefik) runs on free ports against a fresh database, and
-// every test talks to it through the gateway over HTTPS with a Client that
-// checks each response against gateway/openapi.yaml.
-package e2e
+// Package e2ekit is the one way the end-to-end suites (gateway/e2e and
+// every gateway/e2e* beside it) start a stack and talk to it: Prepare
+// builds the binaries and loads the contract, Main starts a suite's stack
+// (deploy/stack) on free ports against a fresh database and runs the tests,
+// and every test calls the gateway over HTTPS with a Client that checks
+// each response against gateway/openapi.yaml. It holds no tests itself;
+// it is internal to the gateway module because only its suites use it.
+package e2ekit
 
 import (
 	"bytes"
@@ -42,7 +45,7 @@ type Response struct {
 func (r *Response) JSON(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("decode %d body %q: %v", r.Status, truncate(r.Body), err)
+		t.Fatalf("decode %d body %q: %v", r.Status, Truncate(r.Body), err)
 	}
 }
 
@@ -131,7 +134,7 @@ func (c *Client) Login(email, password string) string {
 	c.t.Helper()
 	resp := c.Do(http.MethodPost, "/api/Auth/login", "", map[string]string{"email": email, "password": password})
 	if resp.Status != http.StatusOK {
-		c.t.Fatalf("login %s: %d %s", email, resp.Status, truncate(resp.Body))
+		c.t.Fatalf("login %s: %d %s", email, resp.Status, Truncate(resp.Body))
 	}
 	var tok Token
 	resp.JSON(c.t, &tok)
@@ -141,7 +144,7 @@ func (c *Client) Login(email, password string) string {
 	return tok.AccessToken
 }
 
-func truncate(b []byte) string {
+func Truncate(b []byte) string {
 	if len(b) > 500 {
 		return string(b[:500]) + "..."
 	}

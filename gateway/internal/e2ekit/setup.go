@@ -1,4 +1,4 @@
-package e2e
+package e2ekit
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ func Tail(s string, lines int) string {
 // its path and the last few of its unexpected lines. Few: a CI log shows a
 // window of lines before the package's FAIL line, and the test's own
 // failure messages (printed before this) must stay in it.
-func dumpStackLog(name, log string) {
+func DumpStackLog(name, log string) {
 	path := ""
 	if f, err := os.CreateTemp("", "sp-"+name+"-stack-*.log"); err == nil {
 		_, _ = f.WriteString(log)
@@ -119,7 +119,7 @@ func runSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer
 	}
 	code := m.Run()
 	if code != 0 {
-		dumpStackLog(name, stackLog.String())
+		DumpStackLog(name, stackLog.String())
 	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: stack did not stop cleanly: %v\n", name, err)
