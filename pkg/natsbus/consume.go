@@ -39,8 +39,9 @@ type consumeOptions struct {
 }
 
 // WithConcurrency handles up to n messages at once, and pulls no more than
-// n ahead, so that no message waits out its AckWait in a buffer. Without
-// it messages are handled one by one.
+// n ahead, so that no message waits out its AckWait in a buffer (1: one by
+// one, pulled one at a time). Without it messages are handled one by one
+// from the client's default buffer.
 func WithConcurrency(n int) ConsumeOption { return func(o *consumeOptions) { o.concurrency = n } }
 
 // WithProgress confirms progress (an in-progress ack) every third of the
@@ -119,9 +120,11 @@ func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.Co
 	var pull []jetstream.PullConsumeOpt
 	var inHand sync.WaitGroup
 	cb := handle
+	if o.concurrency > 0 {
+		pull = append(pull, jetstream.PullMaxMessages(o.concurrency))
+	}
 	if o.concurrency > 1 {
 		slots := make(chan struct{}, o.concurrency)
-		pull = append(pull, jetstream.PullMaxMessages(o.concurrency))
 		cb = func(m jetstream.Msg) {
 			slots <- struct{}{}
 			inHand.Add(1)
