@@ -155,39 +155,29 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	runner := importer.NewRunner(importer.RunnerOptions{Store: postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake),
 		Locker: postgres.NewImportLocks(lockPool), Importer: im, Metrics: metrics, Now: deps.Now, Log: deps.Log})
 	worker := importer.NewWorker(importer.WorkerOptions{Runner: runner, Concurrency: cfg.Concurrency,
-		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Grace: cfg.ShutdownGrace, Now: deps.Now, Log: deps.Log})
+		AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, Now: deps.Now, Log: deps.Log})
 
-	replies, err := replierMetricsAndStart(ctx, deps, cfg, g)
-	if err != nil {
+	if err := replierMetricsAndStart(ctx, deps, cfg, g); err != nil {
 		return err
 	}
-	deps.Go(func(ctx context.Context) {
-		<-ctx.Done()
-		// Replies in hand are finished (or handed back) before the bus and
-		// the pools close.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
-		defer cancel()
-		if err := replies.Drain(dctx); err != nil {
-			deps.Log.Warn("reply consumer did not drain", "error", err.Error())
-		}
-	})
 
-	// The consumer starts once the health server listens and stops at
-	// shutdown after the HTTP server, before the pools close: the imports
-	// in hand finish within SHUTDOWN_GRACE or are abandoned unacknowledged.
-	// Their state on /metrics (jetstream_consumer_*), once declared.
+	// Both consumers run on natsbus.Consume: the bus's DrainSubscriptions
+	// stops them at shutdown after the HTTP server, before the pools close;
+	// the imports and replies in hand finish within SHUTDOWN_GRACE or are
+	// cancelled and handed back unacknowledged. Their state on /metrics
+	// (jetstream_consumer_*), once declared. The import consumer is
+	// declared (again while NATS refuses) once the health server listens.
 	deps.Bus.WatchConsumer(deps.Bus.Names.Stream(contracts.StreamMailImport), deps.Bus.Names.Stream(importer.DurableName))
-	deps.Bus.WatchConsumer(deps.Bus.Names.Stream(contracts.StreamEvents), deps.Bus.Names.Stream(replier.Durable))
-	deps.Go(func(ctx context.Context) { worker.Run(ctx, deps.Bus.JS, deps.Bus.Names) })
+	deps.Go(func(ctx context.Context) { worker.Run(ctx, deps.Bus) })
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }
 
 // replierMetricsAndStart starts the consumer of message.reply.sent, which
 // delivers agents' replies by mail.
-func replierMetricsAndStart(ctx context.Context, deps *boot.Deps, cfg Config, g MailGraph) (*replier.Consumer, error) {
+func replierMetricsAndStart(ctx context.Context, deps *boot.Deps, cfg Config, g MailGraph) error {
 	m, err := replier.NewMetrics(deps.Server.Registry)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	return replier.Start(ctx, deps.Bus, postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake), g,
 		replier.Options{Config: cfg.Replies, Metrics: m, Now: deps.Now, Log: deps.Log})

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,13 +63,27 @@ func TestREADMEDocumentsItsVariables(t *testing.T) {
 }
 
 // fakeGraph serves one folder's mails: one delta page, then nothing new.
+// With gate set, a delta query and a sent mail first report on entered
+// and wait for the gate (held in flight across SIGTERM).
 type fakeGraph struct {
-	mu     sync.Mutex
-	mails  []graph.Message
-	rounds int
+	mu      sync.Mutex
+	mails   []graph.Message
+	rounds  int
+	gate    chan struct{}
+	entered chan string
+	sends   int
+}
+
+// hold reports what entered and waits for the gate, if there is one.
+func (g *fakeGraph) hold(what string) {
+	if g.gate != nil {
+		g.entered <- what
+		<-g.gate
+	}
 }
 
 func (g *fakeGraph) MessagesDelta(_ context.Context, tenant string, q graph.DeltaQuery, link string) (graph.DeltaPage, error) {
+	g.hold("import")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.rounds++
@@ -104,13 +120,20 @@ func (g *fakeGraph) AttachmentContent(context.Context, string, string, string, s
 	return nil, &graph.Error{Status: http.StatusNotFound}
 }
 
-// Reply and SendMail: this test sends no replies.
-func (g *fakeGraph) Reply(context.Context, string, string, string, graph.OutgoingMail) error {
-	return errors.New("not in this test")
+// Reply and SendMail send only in the SIGTERM test (with a gate).
+func (g *fakeGraph) Reply(ctx context.Context, tenant, mailbox, _ string, m graph.OutgoingMail) error {
+	return g.SendMail(ctx, tenant, mailbox, m)
 }
 
 func (g *fakeGraph) SendMail(context.Context, string, string, graph.OutgoingMail) error {
-	return errors.New("not in this test")
+	if g.gate == nil {
+		return errors.New("not in this test")
+	}
+	g.hold("reply")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sends++
+	return nil
 }
 
 func withGraph(g MailGraph, got *Config) servicetest.Run {
@@ -228,4 +251,118 @@ func TestServeImportsAndStops(t *testing.T) {
 
 func TestConfigDocumented(t *testing.T) {
 	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+}
+
+// SIGTERM with an import and a reply in hand (both consumers on
+// natsbus.Consume): the service stops listening, takes nothing more, and
+// run returns only once both finished and were acknowledged; nothing is
+// logged at error level.
+func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	now := time.Now()
+	g := &fakeGraph{mails: []graph.Message{{ID: "AAMk-1", Subject: "Printer on fire", From: graph.Address{Address: "jane@fabrikam.com"},
+		ReceivedDateTime: now, BodyText: "help"}}, gate: make(chan struct{}), entered: make(chan string, 4)}
+	var cfg Config
+	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Context: sig,
+		Env: map[string]string{"SHUTDOWN_GRACE": "20s"}})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, svc.Env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var channelID, folderID int64
+	if err := conn.QueryRow(ctx, `WITH p AS (INSERT INTO mail.provider_connections (customer_id, status, tenant_id, started_by, connected_at)
+		VALUES (5, 'connected', 'contoso.onmicrosoft.com', 1, now())),
+		c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
+		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
+		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails)
+		SELECT 5, channel_id, 'inbox', true FROM c RETURNING channel_id, folder_id`).Scan(&channelID, &folderID); err != nil {
+		t.Fatal(err)
+	}
+	bus, err := natsbus.Connect(svc.Env["NATS_URL"], "harness", contracts.Names{Prefix: svc.Env["NATS_PREFIX"]}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	q, err := queue.New(ctx, bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Import(ctx, contracts.MailImportRequest{CustomerID: 5, ChannelID: channelID, FolderID: folderID,
+		Reason: contracts.ImportNotification, RequestedAt: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	ev := contracts.Event[contracts.ReplySent]{ID: "ev-sigterm", Type: contracts.EventReplySent, CustomerID: 5, OccurredAt: now,
+		Data: contracts.ReplySent{MessageID: 900, InReplyToID: 899, TicketID: 7, ChannelID: channelID, EndUserID: 3,
+			Text: "Hello", Subject: "Printer on fire", TicketRef: "7-K7QX9M2PAB",
+			To: contracts.MailAddress{Name: "Jane", Address: "jane@fabrikam.com"}}}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.PublishRaw(ctx, contracts.EventSubject(contracts.EventReplySent), ev.ID, data); err != nil {
+		t.Fatal(err)
+	}
+	inHand := map[string]bool{}
+	for len(inHand) < 2 {
+		select {
+		case what := <-g.entered:
+			inHand[what] = true
+		case <-time.After(15 * time.Second):
+			t.Fatalf("in hand: %v\n%s", inHand, svc.Logs())
+		}
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := probe.Get(svc.URL + "/healthz")
+		if err != nil {
+			break // the listener is closed: shutdown has begun
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still listening 10 s after SIGTERM")
+		}
+	}
+	// The shutdown waits on the two in hand (as servicetest.ShutdownTest
+	// waits on RPCs in hand).
+	time.Sleep(300 * time.Millisecond)
+	if svc.Returned() {
+		t.Fatalf("run returned with an import and a reply in hand:\n%s", svc.Logs())
+	}
+	close(g.gate)
+	if err := svc.Wait(30 * time.Second); err != nil {
+		t.Fatalf("run after SIGTERM: %v\n%s", err, svc.Logs())
+	}
+	// Both finished and were acknowledged before run returned.
+	imports, err := bus.JS.Stream(ctx, bus.Names.Stream(contracts.StreamMailImport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := imports.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("the import request was not acknowledged: %+v, %v", info, err)
+	}
+	replies, err := bus.JS.Consumer(ctx, bus.Names.Stream(contracts.StreamEvents), bus.Names.Stream(contracts.DurableImportWorkerReplies))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := replies.Info(ctx); err != nil || info.NumAckPending != 0 || info.AckFloor.Consumer != 1 {
+		t.Fatalf("the reply event was not acknowledged: %+v, %v", info, err)
+	}
+	var status string
+	if err := conn.QueryRow(ctx, `SELECT status FROM mail.sent_replies WHERE customer_id = 5 AND message_id = 900`).Scan(&status); err != nil || status != "sent" {
+		t.Fatalf("reply %q, %v", status, err)
+	}
+	var link string
+	if err := conn.QueryRow(ctx, `SELECT delta_link FROM mail.channel_folders WHERE folder_id = $1`, folderID).Scan(&link); err != nil || link != "delta:1" {
+		t.Fatalf("delta link %q, %v", link, err)
+	}
+	if strings.Contains(svc.Logs(), `"level":"ERROR"`) {
+		t.Fatalf("errors logged:\n%s", svc.Logs())
+	}
 }

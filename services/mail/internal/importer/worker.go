@@ -2,10 +2,9 @@ package importer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,7 +22,6 @@ const (
 	DefaultConcurrency = 8
 	DefaultAckWait     = 2 * time.Minute
 	DefaultMaxDeliver  = 6
-	DefaultGrace       = 15 * time.Second
 )
 
 // DefaultRetry are the delays before a failed request is delivered again,
@@ -33,9 +31,6 @@ var DefaultRetry = []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.
 // maxNotBeforeWait bounds the wait for a request's NotBefore, should the
 // clocks of the publisher and the worker disagree by far.
 const maxNotBeforeWait = 10 * time.Second
-
-// fetchWait is how long one pull for a request waits.
-const fetchWait = 5 * time.Second
 
 // WorkerOptions configure a Worker.
 type WorkerOptions struct {
@@ -51,9 +46,6 @@ type WorkerOptions struct {
 	MaxDeliver int
 	// Retry are the delays before a failed request comes again.
 	Retry []time.Duration
-	// Grace is how long the imports in hand may finish at shutdown; after
-	// it they are abandoned, not acknowledged, and come again.
-	Grace time.Duration
 	Now   func() time.Time
 	Log   *slog.Logger
 }
@@ -78,9 +70,6 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	if len(o.Retry) == 0 {
 		o.Retry = DefaultRetry
-	}
-	if o.Grace <= 0 {
-		o.Grace = DefaultGrace
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -115,76 +104,22 @@ func (w *Worker) ConsumerConfig(names contracts.Names) jetstream.ConsumerConfig 
 }
 
 // Run declares the consumer (again every few seconds while NATS refuses)
-// and handles requests until ctx ends; then it takes no more, lets the
-// imports in hand finish within Grace, abandons the rest (not
-// acknowledged, so they come again) and returns.
-func (w *Worker) Run(ctx context.Context, js jetstream.JetStream, names contracts.Names) {
-	var cons jetstream.Consumer
+// and returns once it runs, or when ctx ends first. It runs on
+// natsbus.Consume: Concurrency requests in hand at once, progress confirmed
+// every AckWait/3, a failed request handed back after the next Retry delay;
+// the bus's DrainSubscriptions stops it at shutdown, lets the imports in
+// hand finish within its grace and then cancels them (handed back
+// unacknowledged, so they come again).
+func (w *Worker) Run(ctx context.Context, bus *natsbus.Bus) {
 	for {
-		var err error
-		cons, err = js.CreateOrUpdateConsumer(ctx, names.Stream(contracts.StreamMailImport), w.ConsumerConfig(names))
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
+		_, err := natsbus.Consume(ctx, bus, bus.Names.Stream(contracts.StreamMailImport), w.ConsumerConfig(bus.Names), w.handle,
+			natsbus.WithConcurrency(w.o.Concurrency), natsbus.WithProgress(), natsbus.WithRetry(w.o.Retry))
+		if err == nil || ctx.Err() != nil {
 			return
 		}
 		w.o.Log.ErrorContext(ctx, "import requests: the consumer cannot be declared", "error", err.Error())
 		sleep(ctx, 3*time.Second)
 	}
-	// Imports outlive ctx by up to Grace.
-	work, abandon := context.WithCancel(context.WithoutCancel(ctx))
-	defer abandon()
-	slots := make(chan struct{}, w.o.Concurrency)
-	var wg sync.WaitGroup
-	for ctx.Err() == nil {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		msg, err := w.next(ctx, cons)
-		if msg == nil {
-			<-slots
-			if err != nil && ctx.Err() == nil {
-				w.o.Log.WarnContext(ctx, "import requests: pull failed", "error", err.Error())
-				sleep(ctx, time.Second)
-			}
-			continue
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			w.handle(work, names, msg)
-		})
-	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(w.o.Grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		w.o.Log.Warn("shutdown: abandoning the imports in hand; their requests come again")
-		abandon()
-		<-done
-	}
-}
-
-// next pulls one request; nil and no error when none came in time.
-func (w *Worker) next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
-	fctx, cancel := context.WithTimeout(ctx, fetchWait)
-	defer cancel()
-	msg, err := cons.Next(jetstream.FetchContext(fctx))
-	if err != nil {
-		if fctx.Err() != nil {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return msg, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -196,64 +131,19 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// handle runs one request and settles its message, under a consumer span
-// that continues the trace of whoever asked for the import (the provider's
-// notification through mailingest, a renewal's catch-up).
-func (w *Worker) handle(ctx context.Context, names contracts.Names, msg jetstream.Msg) {
-	ctx, span := natsbus.StartConsumerSpan(ctx, names, msg, names.Stream(DurableName))
-	var failed error
-	defer func() { natsbus.EndSpan(span, failed) }()
-	var req contracts.MailImportRequest
-	if err := json.Unmarshal(msg.Data(), &req); err != nil || req.FolderID <= 0 || req.CustomerID <= 0 {
-		failed = errors.New("malformed import request")
-		w.o.Log.ErrorContext(ctx, "malformed import request terminated", "subject", msg.Subject())
-		_ = msg.Term()
-		return
+// handle runs one request: nil acknowledges it, ErrPermanent terminates a
+// malformed one, another error hands it back (natsbus.Consume settles it).
+func (w *Worker) handle(ctx context.Context, req contracts.MailImportRequest, _ jetstream.Msg) error {
+	if req.FolderID <= 0 || req.CustomerID <= 0 {
+		return fmt.Errorf("malformed import request: %w", natsbus.ErrPermanent)
 	}
-	log := w.o.Log.With("customerID", req.CustomerID, "channelID", req.ChannelID, "folderID", req.FolderID, "reason", req.Reason)
-	// Signs of life while the import runs, so that JetStream does not hand
-	// the request to another replica.
-	hctx, stop := context.WithCancel(ctx)
-	heartbeat := make(chan struct{})
-	go func() {
-		defer close(heartbeat)
-		tick := time.NewTicker(w.o.AckWait / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-tick.C:
-				if err := msg.InProgress(); err != nil {
-					log.WarnContext(ctx, "import request: progress not confirmed", "error", err.Error())
-				}
-			}
-		}
-	}()
 	err := w.run(ctx, req)
-	stop()
-	<-heartbeat
-	switch {
-	case err == nil:
-		_ = msg.Ack()
-	case errors.Is(err, ErrDropped):
-		log.InfoContext(ctx, "import request dropped: the folder is gone or not imported")
-		_ = msg.Ack()
-	case ctx.Err() != nil:
-		// Shutdown: handed back for another replica (or the next start).
-		_ = msg.Nak()
-	default:
-		failed = err
-		delivered := 1
-		if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
-			delivered = int(md.NumDelivered)
-		}
-		if delivered >= w.o.MaxDeliver {
-			log.ErrorContext(ctx, "folder import given up after its last delivery; the folder's next request imports what it missed",
-				"deliveries", delivered, "error", err.Error())
-		}
-		_ = msg.NakWithDelay(w.o.Retry[min(delivered-1, len(w.o.Retry)-1)])
+	if errors.Is(err, ErrDropped) {
+		w.o.Log.InfoContext(ctx, "import request dropped: the folder is gone or not imported",
+			"customerID", req.CustomerID, "channelID", req.ChannelID, "folderID", req.FolderID, "reason", req.Reason)
+		return nil
 	}
+	return err
 }
 
 // run waits for the request's NotBefore, then imports.

@@ -61,7 +61,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &fakeSender{script: []error{nil, graphErr(503, "ServiceUnavailable")}}
-	c, err := replier.Start(ctx, bus, postgres.New(e.pool, time.Now), s, replier.Options{
+	err = replier.Start(ctx, bus, postgres.New(e.pool, time.Now), s, replier.Options{
 		Config:  replier.Config{Backoff: []string{"300ms", "300ms"}, SendTimeout: 5 * time.Second, Concurrency: 2},
 		Metrics: metrics, Log: log})
 	if err != nil {
@@ -70,7 +70,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	drained := false
 	t.Cleanup(func() {
 		if !drained {
-			_ = c.Drain(context.Background())
+			_ = bus.DrainSubscriptions(context.Background())
 		}
 	})
 
@@ -140,7 +140,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	}
 
 	drained = true
-	if err := c.Drain(ctx); err != nil {
+	if err := bus.DrainSubscriptions(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
