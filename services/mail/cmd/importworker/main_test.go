@@ -158,34 +158,7 @@ func TestServeImportsAndStops(t *testing.T) {
 		t.Fatalf("config %+v", cfg)
 	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, svc.Env["DATABASE_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var channelID, folderID int64
-	if err := conn.QueryRow(ctx, `WITH p AS (INSERT INTO mail.provider_connections (customer_id, status, tenant_id, started_by, connected_at)
-		VALUES (5, 'connected', 'contoso.onmicrosoft.com', 1, now())),
-		c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
-		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
-		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails)
-		SELECT 5, channel_id, 'inbox', true FROM c RETURNING channel_id, folder_id`).Scan(&channelID, &folderID); err != nil {
-		t.Fatal(err)
-	}
-
-	bus, err := natsbus.Connect(svc.Env["NATS_URL"], "harness", contracts.Names{Prefix: svc.Env["NATS_PREFIX"]}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close(ctx)
-	q, err := queue.New(ctx, bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Import(ctx, contracts.MailImportRequest{CustomerID: 5, ChannelID: channelID, FolderID: folderID,
-		Reason: contracts.ImportNotification, RequestedAt: now.Add(-time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	conn, bus, channelID, folderID := queueImport(t, svc, now)
 	inbound, err := bus.JS.Stream(ctx, bus.Names.Stream(contracts.StreamMailInbound))
 	if err != nil {
 		t.Fatal(err)
@@ -267,33 +240,7 @@ func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
 	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Context: sig,
 		Env: map[string]string{"SHUTDOWN_GRACE": "20s"}})
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, svc.Env["DATABASE_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var channelID, folderID int64
-	if err := conn.QueryRow(ctx, `WITH p AS (INSERT INTO mail.provider_connections (customer_id, status, tenant_id, started_by, connected_at)
-		VALUES (5, 'connected', 'contoso.onmicrosoft.com', 1, now())),
-		c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
-		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
-		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails)
-		SELECT 5, channel_id, 'inbox', true FROM c RETURNING channel_id, folder_id`).Scan(&channelID, &folderID); err != nil {
-		t.Fatal(err)
-	}
-	bus, err := natsbus.Connect(svc.Env["NATS_URL"], "harness", contracts.Names{Prefix: svc.Env["NATS_PREFIX"]}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bus.Close(ctx)
-	q, err := queue.New(ctx, bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Import(ctx, contracts.MailImportRequest{CustomerID: 5, ChannelID: channelID, FolderID: folderID,
-		Reason: contracts.ImportNotification, RequestedAt: now.Add(-time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	conn, bus, channelID, folderID := queueImport(t, svc, now)
 	ev := contracts.Event[contracts.ReplySent]{ID: "ev-sigterm", Type: contracts.EventReplySent, CustomerID: 5, OccurredAt: now,
 		Data: contracts.ReplySent{MessageID: 900, InReplyToID: 899, TicketID: 7, ChannelID: channelID, EndUserID: 3,
 			Text: "Hello", Subject: "Printer on fire", TicketRef: "7-K7QX9M2PAB",
@@ -365,4 +312,41 @@ func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
 	if strings.Contains(svc.Logs(), `"level":"ERROR"`) {
 		t.Fatalf("errors logged:\n%s", svc.Logs())
 	}
+}
+
+// queueImport gives customer 5 a connected tenant, a subscribed microsoft365
+// channel with its inbox, and queues an import of the inbox on the
+// service's NATS; the connection and the harness's bus are closed at the
+// end of the test.
+func queueImport(t *testing.T, svc *servicetest.Service, now time.Time) (*pgx.Conn, *natsbus.Bus, int64, int64) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, svc.Env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	var channelID, folderID int64
+	if err := conn.QueryRow(ctx, `WITH p AS (INSERT INTO mail.provider_connections (customer_id, status, tenant_id, started_by, connected_at)
+		VALUES (5, 'connected', 'contoso.onmicrosoft.com', 1, now())),
+		c AS (INSERT INTO mail.channels (customer_id, name, kind, email_address, provider, provider_tenant_id, auto_retrieve_emails)
+		VALUES (5, 'support', 'email', 'support@contoso.com', 'microsoft365', 'contoso.onmicrosoft.com', true) RETURNING channel_id)
+		INSERT INTO mail.channel_folders (customer_id, channel_id, external_folder_id, auto_retrieve_emails)
+		SELECT 5, channel_id, 'inbox', true FROM c RETURNING channel_id, folder_id`).Scan(&channelID, &folderID); err != nil {
+		t.Fatal(err)
+	}
+	bus, err := natsbus.Connect(svc.Env["NATS_URL"], "harness", contracts.Names{Prefix: svc.Env["NATS_PREFIX"]}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close(ctx) })
+	q, err := queue.New(ctx, bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Import(ctx, contracts.MailImportRequest{CustomerID: 5, ChannelID: channelID, FolderID: folderID,
+		Reason: contracts.ImportNotification, RequestedAt: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	return conn, bus, channelID, folderID
 }
