@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,4 +250,62 @@ func TestConnectionCallbackRefusals(t *testing.T) {
 			t.Error("connected without sign-in")
 		}
 	})
+}
+
+// The consent answer replayed eight times at once connects once: the state
+// is taken by one callback, every other one is refused; and two customers
+// whose admins finish a consent for one tenant at the same moment end with
+// one owner.
+func TestConnectionCallbacksInParallel(t *testing.T) {
+	e := newConnEnv(t)
+	ctx := context.Background()
+	_, consent := e.signIn(t, 1, "admin@x.example")
+	answer := e.browse(t, consent)
+	var wg sync.WaitGroup
+	var connected, refused atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.svc.Callback(ctx, answer)
+			switch {
+			case err == nil && res.Connection != nil && res.Connection.Status == mail.ConnectionConnected:
+				connected.Add(1)
+			case apperr.CodeOf(err) == apperr.Invalid:
+				refused.Add(1)
+			default:
+				t.Errorf("replayed callback: %+v %v", res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if connected.Load() != 1 || refused.Load() != 7 {
+		t.Fatalf("%d connected, %d refused; want 1 and 7", connected.Load(), refused.Load())
+	}
+
+	// Two customers, one tenant, both consents answered together.
+	_, c3 := e.signIn(t, 3, "admin@y.example")
+	_, c4 := e.signIn(t, 4, "admin@y.example")
+	answers := []mail.CallbackInput{e.browse(t, c3), e.browse(t, c4)}
+	owners := make([]bool, 2)
+	for i, a := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.svc.Callback(ctx, a)
+			owners[i] = err == nil && res.Connection != nil && res.Connection.Status == mail.ConnectionConnected
+			if !owners[i] && apperr.CodeOf(err) != apperr.Conflict {
+				t.Errorf("customer %d: %+v %v, want connected or 409", 3+i, res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if owners[0] == owners[1] {
+		t.Fatalf("owners %v: exactly one customer must hold the tenant", owners)
+	}
+	c3ok, _ := e.store.TenantConnected(ctx, 3, tenantY)
+	c4ok, _ := e.store.TenantConnected(ctx, 4, tenantY)
+	if c3ok == c4ok || c3ok != owners[0] {
+		t.Fatalf("stored owners: customer 3 %v, customer 4 %v", c3ok, c4ok)
+	}
 }

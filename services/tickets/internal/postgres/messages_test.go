@@ -378,6 +378,37 @@ func TestAssignTopicsHoldsActionsForConfirmation(t *testing.T) {
 	}
 }
 
+// Eight agents confirming the assistant's topics at once fire the held
+// action once: the confirmations queue on the ticket's lock.
+func TestConfirmationFiresOnceInParallel(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := context.Background()
+	m := msgOpen(t, s, tenantA, "parallel confirmation")
+	names := map[int64]string{1: "Refunds"}
+	actions := map[int64][]contracts.LinkedAction{1: {
+		{TopicActionID: 12, ActionID: 102, Name: "Refund", Priority: 2, RequiresConfirmation: true},
+	}}
+	auto := msgAssignment(names, actions, 1)
+	auto.Source = tickets.SourceAuto
+	if err := s.AssignTopics(ctx, tenantA, m.ID, auto); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.AssignTopics(ctx, tenantA, m.ID, msgAssignment(names, actions, 1)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := msgEvents(t, pool, contracts.EventTopicActionTriggered); len(got) != 1 {
+		t.Fatalf("%d actions fired, want the confirmed one once", len(got))
+	}
+}
+
 // Names follow topic.updated in occurredAt order, whatever the order of
 // delivery; a deleted topic leaves every message and cannot come back.
 func TestTopicNamesFollowEvents(t *testing.T) {
