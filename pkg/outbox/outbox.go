@@ -77,6 +77,20 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// insertSQL writes one message; an id already waiting is not written twice.
+const insertSQL = `INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
+	VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))
+	ON CONFLICT (event_id) DO NOTHING`
+
+// insertArgs are insertSQL's values of m, with the trace context of ctx
+// when m has none.
+func insertArgs(ctx context.Context, m Message) []any {
+	if m.TraceParent == "" {
+		m.TraceParent, m.TraceState = telemetry.TraceContext(ctx)
+	}
+	return []any{m.ID, m.Subject, m.Data, m.RequestID, m.TraceParent, m.TraceState}
+}
+
 // Add writes msgs in the caller's transaction. It does not wake a relay:
 // after its commit the writer calls its wake (Relay.Wake of the relay in
 // its own process, or Notify when the schema's relay runs in another
@@ -86,17 +100,20 @@ type Execer interface {
 // written twice.
 func Add(ctx context.Context, tx Execer, msgs ...Message) error {
 	for _, m := range msgs {
-		if m.TraceParent == "" {
-			m.TraceParent, m.TraceState = telemetry.TraceContext(ctx)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, subject, data, request_id, traceparent, tracestate)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))
-			ON CONFLICT (event_id) DO NOTHING`,
-			m.ID, m.Subject, m.Data, m.RequestID, m.TraceParent, m.TraceState); err != nil {
+		if _, err := tx.Exec(ctx, insertSQL, insertArgs(ctx, m)...); err != nil {
 			return fmt.Errorf("outbox: add %s: %w", m.Subject, err)
 		}
 	}
 	return nil
+}
+
+// Queue is Add for a batch: it queues the writes of msgs in b, which the
+// caller sends in its transaction (tx.SendBatch) with its other statements,
+// in one round trip. An error of one of them is the batch's.
+func Queue(ctx context.Context, b *pgx.Batch, msgs ...Message) {
+	for _, m := range msgs {
+		b.Queue(insertSQL, insertArgs(ctx, m)...)
+	}
 }
 
 // Wake is what a writer calls after committing events (Add): the relay of

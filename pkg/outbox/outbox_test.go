@@ -337,3 +337,47 @@ func runRelay(t *testing.T, e *env) *Relay {
 	})
 	return r
 }
+
+// Queue writes in the caller's batch what Add writes: the batch's messages
+// are there after the commit, a message id already waiting only once, and
+// nothing of a batch whose transaction rolls back.
+func TestQueueWritesWithTheBatch(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	m1 := Message{ID: "q.1", Subject: "note.added", Data: []byte(`{}`)}
+	m2 := Message{ID: "q.2", Subject: "note.added", Data: []byte(`{}`)}
+	send := func(fail bool, msgs ...Message) error {
+		return postgres.InTx(ctx, e.db, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO notes (body) VALUES ('queued')`)
+			Queue(ctx, b, msgs...)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			if fail {
+				return errors.New("rolled back")
+			}
+			return nil
+		})
+	}
+	if err := send(true, Message{ID: "q.3", Subject: "note.added", Data: []byte(`{}`)}); err == nil {
+		t.Fatal("the failing transaction committed")
+	}
+	if n := e.pending(t); n != 0 {
+		t.Fatalf("%d rows of a rolled-back batch", n)
+	}
+	if err := send(false, m1, m2, m1); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	rows, err := e.db.Query(ctx, `SELECT event_id FROM outbox ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 2 || ids[0] != "q.1" || ids[1] != "q.2" {
+		t.Fatalf("outbox holds %v, want [q.1 q.2]", ids)
+	}
+}
