@@ -232,24 +232,15 @@ func (s *Store) setTicketStatus(ctx context.Context, tx pgx.Tx, t tickets.Ticket
 	return t, s.addTicketEvent(ctx, tx, contracts.EventTicketUpdated, t, prev)
 }
 
-// insertMessage inserts a message into a ticket locked by the caller, moves
-// the ticket as an end-user message does (tickets.AfterEndUserMessage),
-// touches its dateUpdated and writes ticket.message.created (and
-// ticket.updated when the state changed). It returns the message and the
-// ticket as it is now.
-//
-// An end-user message's language is detected, and when recognised becomes
-// the ticket's search configuration; other messages are indexed with the
-// ticket's (detected only while the ticket has none).
+// insertMessage inserts a message into a ticket locked by the caller and
+// writes what tickets.AddToTicket decides: the ticket's state (an end-user
+// message reopens it), search configuration and dateUpdated, the message's
+// search configuration; then ticket.updated when the state changed and
+// ticket.message.created. It returns the message and the ticket as it is
+// now.
 func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, in tickets.NewMessage) (tickets.Message, tickets.Ticket, error) {
-	lang, cfg := "", t.SearchConfig
-	if in.SenderType == tickets.SenderEndUser || cfg == "" || cfg == "simple" {
-		lang, cfg = tickets.TextLanguage(in.Text)
-	}
-	if in.SenderType == tickets.SenderEndUser && cfg != "simple" {
-		t.SearchConfig = cfg
-	}
-	now := s.now()
+	p := tickets.AddToTicket(t, in, s.now())
+	t, cfg, now := p.Ticket, p.SearchConfig, p.Ticket.UpdatedAt
 	args := append([]any{t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now},
 		mailArgs(in.Mail)...)
 	m, err := scanMessage(tx.QueryRow(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
@@ -263,19 +254,22 @@ func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, 
 	}
 	// The rest needs no answers: one round trip (a third of the service's
 	// CPU per message went to the syscalls of statement round trips).
-	q := &queuedTx{Tx: tx}
-	if in.SenderType == tickets.SenderEndUser {
-		if t, err = s.setTicketStatus(ctx, q, t, tickets.AfterEndUserMessage(t.Status)); err != nil {
+	q := &pgx.Batch{}
+	q.Queue(`UPDATE tickets SET status = $3, updated_at = $4, search_config = $5::regconfig
+		WHERE customer_id = $1 AND ticket_id = $2`, t.CustomerID, t.ID, string(t.Status), now, t.SearchConfig)
+	if p.Previous != "" {
+		ev, err := s.ticketEvent(ctx, contracts.EventTicketUpdated, t, p.Previous)
+		if err != nil {
 			return m, t, err
 		}
+		outbox.Queue(ctx, q, ev)
 	}
-	_, _ = q.Exec(ctx, `UPDATE tickets SET updated_at = $3, search_config = $4::regconfig
-		WHERE customer_id = $1 AND ticket_id = $2`, t.CustomerID, t.ID, now, t.SearchConfig)
-	t.UpdatedAt = now
-	if err := s.addMessageEvent(ctx, q, contracts.EventMessageCreated, t, m, lang); err != nil {
+	ev, err := s.messageEvent(ctx, contracts.EventMessageCreated, t, m, p.Language)
+	if err != nil {
 		return m, t, err
 	}
-	return m, t, tx.SendBatch(ctx, &q.batch).Close()
+	outbox.Queue(ctx, q, ev)
+	return m, t, tx.SendBatch(ctx, q).Close()
 }
 
 // mailArgs are the values of a message's mail columns ($9 to $22 of
@@ -305,21 +299,39 @@ func mailArgs(f *tickets.MailFacts) []any {
 		receivedAt, f.HTML, f.Truncated, skippedJSON}
 }
 
-// addTicketEvent writes a ticket event; prev is the state before a change
-// of state ("" otherwise).
-func (s *Store) addTicketEvent(ctx context.Context, tx pgx.Tx, eventType string, t tickets.Ticket, prev tickets.Status) error {
-	return s.addEvent(ctx, tx, eventType, t.CustomerID, contracts.TicketChanged{
+// ticketEvent is a ticket event; prev is the state before a change of
+// state ("" otherwise).
+func (s *Store) ticketEvent(ctx context.Context, eventType string, t tickets.Ticket, prev tickets.Status) (outbox.Message, error) {
+	return outbox.Event(ctx, eventType, t.CustomerID, s.now(), contracts.TicketChanged{
 		TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID, CustomerRepID: t.CustomerRepID,
 		Subject: t.Subject, Status: string(t.Status), PreviousStatus: string(prev), IsClosed: t.IsClosed(),
 	})
 }
 
-// addMessageEvent writes a ticket.message.* event.
-func (s *Store) addMessageEvent(ctx context.Context, tx pgx.Tx, eventType string, t tickets.Ticket, m tickets.Message, lang string) error {
-	return s.addEvent(ctx, tx, eventType, t.CustomerID, contracts.MessageChanged{
+// addTicketEvent writes a ticket event (ticketEvent).
+func (s *Store) addTicketEvent(ctx context.Context, tx pgx.Tx, eventType string, t tickets.Ticket, prev tickets.Status) error {
+	m, err := s.ticketEvent(ctx, eventType, t, prev)
+	if err != nil {
+		return err
+	}
+	return outbox.Add(ctx, tx, m)
+}
+
+// messageEvent is a ticket.message.* event.
+func (s *Store) messageEvent(ctx context.Context, eventType string, t tickets.Ticket, m tickets.Message, lang string) (outbox.Message, error) {
+	return outbox.Event(ctx, eventType, t.CustomerID, s.now(), contracts.MessageChanged{
 		MessageID: m.ID, TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID,
 		SenderType: string(m.SenderType), Language: lang,
 	})
+}
+
+// addMessageEvent writes a ticket.message.* event (messageEvent).
+func (s *Store) addMessageEvent(ctx context.Context, tx pgx.Tx, eventType string, t tickets.Ticket, m tickets.Message, lang string) error {
+	ev, err := s.messageEvent(ctx, eventType, t, m, lang)
+	if err != nil {
+		return err
+	}
+	return outbox.Add(ctx, tx, ev)
 }
 
 // addEvent writes one event of the customer to the outbox.

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
+	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/tickets/internal/tickets"
@@ -358,7 +358,7 @@ func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []i
 			return postgres.Error(err, "ticket")
 		}
 		// The events' statements go to the server in one round trip.
-		q := &queuedTx{Tx: tx}
+		q := &pgx.Batch{}
 		for _, c := range changes {
 			t := c.Ticket
 			t.UpdatedAt = now
@@ -366,25 +366,14 @@ func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []i
 			if c.Previous != t.Status {
 				prev = c.Previous
 			}
-			if err := s.addTicketEvent(ctx, q, contracts.EventTicketUpdated, t, prev); err != nil {
+			ev, err := s.ticketEvent(ctx, contracts.EventTicketUpdated, t, prev)
+			if err != nil {
 				return err
 			}
+			outbox.Queue(ctx, q, ev)
 		}
-		return postgres.Error(tx.SendBatch(ctx, &q.batch).Close(), "ticket")
+		return postgres.Error(tx.SendBatch(ctx, q).Close(), "ticket")
 	})
-}
-
-// queuedTx is a transaction whose Exec queues the statement in a batch
-// (sent by the caller) instead of running it: many writes whose results
-// are not needed, such as outbox rows, in one round trip.
-type queuedTx struct {
-	pgx.Tx
-	batch pgx.Batch
-}
-
-func (q *queuedTx) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	q.batch.Queue(sql, args...)
-	return pgconn.CommandTag{}, nil
 }
 
 // Conversation bounds: the summary reads at most this many messages, each
