@@ -6,8 +6,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,13 +55,12 @@ func threadLock(in tickets.MailImport) string {
 }
 
 // ImportMail turns a prepared mail into an end-user message, in one
-// transaction: under the thread's advisory lock it returns the earlier
-// message when the mail was imported before (outcome duplicate, nothing
-// written), finds or creates the sender as an end user (end-user.created),
-// threads the mail (In-Reply-To and References, then conversation id, then
-// the subject's ticket reference when the sender is a participant of that
-// ticket, all within the customer's channel) or opens a
-// ticket (ticket.created), inserts the message (ticket.message.created;
+// transaction, as tickets.PlanImport decides: under the thread's advisory
+// lock it loads the message made earlier from the mail (a duplicate:
+// nothing written) or else finds or creates the sender as an end user
+// (end-user.created) and loads the tickets the threading rules find
+// (mailThread); then it opens the ticket of the plan (ticket.created) or
+// joins the one it names, inserts the message (ticket.message.created;
 // ticket.updated when it reopens the ticket) and stores its attachments'
 // metadata, taking their keys off the garbage list. A concurrent import of
 // the same mail that commits first makes this one a duplicate too.
@@ -71,30 +70,40 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, threadLock(in)); err != nil {
 			return err
 		}
-		done, dup, err := importedMail(ctx, tx, in.CustomerID, in.Mail.ChannelID, in.Mail.ProviderMessageID)
-		if err != nil || dup {
-			out = done
-			return err
-		}
-		u, err := s.mailEndUser(ctx, tx, in.CustomerID, in.Sender)
+		var th tickets.MailThread
+		earlier, dup, err := importedMail(ctx, tx, in.CustomerID, in.Mail.ChannelID, in.Mail.ProviderMessageID)
 		if err != nil {
 			return err
 		}
-		out.Outcome = tickets.MailJoined
-		t, found, err := s.mailThread(ctx, tx, in)
-		if err != nil {
-			return err
-		}
-		if !found {
-			out.Outcome = tickets.MailNewTicket
-			if t, err = s.insertTicket(ctx, tx, in.CustomerID, tickets.NewTicket{ChannelID: in.Mail.ChannelID, EndUserID: u.ID,
-				Subject: in.Subject, Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{}`)}); err != nil {
+		var u tickets.EndUser
+		if dup {
+			// Nothing else counts for a duplicate.
+			th.Earlier = &earlier
+		} else {
+			// The sender before the tickets: imports that create the same end
+			// user queue on its row before either locks a ticket.
+			if u, err = s.mailEndUser(ctx, tx, in.CustomerID, in.Sender); err != nil {
+				return err
+			}
+			if th, err = s.mailThread(ctx, tx, in); err != nil {
 				return err
 			}
 		}
-		mail := in.Mail
-		m, _, err := s.insertMessage(ctx, tx, t, tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: in.Text,
-			CustomFields: json.RawMessage(`{}`), Mail: &mail})
+		plan := tickets.PlanImport(in, th)
+		out.Outcome = plan.Outcome
+		t := plan.Ticket
+		switch plan.Outcome {
+		case tickets.MailDuplicate:
+			out = plan.Earlier
+			return nil
+		case tickets.MailNewTicket:
+			nt := plan.NewTicket
+			nt.EndUserID = u.ID
+			if t, err = s.insertTicket(ctx, tx, in.CustomerID, nt); err != nil {
+				return err
+			}
+		}
+		m, _, err := s.insertMessage(ctx, tx, t, plan.Message)
 		if err != nil {
 			return err
 		}
@@ -135,61 +144,78 @@ func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, se
 	return u, postgres.Error(err, "end user")
 }
 
-// mailThread finds and locks the ticket the mail belongs to, trying the
-// rules in order; a ticket deleted since its lookup counts as not found. A
-// ticket named by the subject's reference is joined only when the sender
-// may (tickets.MayJoinBySubject); otherwise the mail opens a ticket.
-func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport) (tickets.Ticket, bool, error) {
-	type rule struct {
-		skip bool
-		sql  string
-		args []any
-		// bySubject: the rule needs the sender to be a participant.
-		bySubject bool
+// mailThread loads the tickets the threading rules find for the mail,
+// within the customer and its channel (tickets.PlanImport picks one): the
+// ticket of the newest mail whose Message-ID is the first of ThreadIDs
+// that names one, the ticket of the conversation's newest mail, the
+// subject's ticket with its participants. The lookups go in one round
+// trip; the tickets found are locked in id order (as bulk updates lock
+// them, so the two never wait on each other in opposite orders), and a
+// ticket deleted since its lookup counts as not found.
+func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport) (tickets.MailThread, error) {
+	var th tickets.MailThread
+	var byHeaders, byConversation, bySubject int64
+	b := &pgx.Batch{}
+	lookup := func(id *int64, sql string, args ...any) {
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(id); !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			return nil
+		})
 	}
-	rules := []rule{
-		{skip: len(in.ThreadIDs) == 0, sql: `SELECT ticket_id FROM ticket_messages
+	if len(in.ThreadIDs) > 0 {
+		lookup(&byHeaders, `SELECT ticket_id FROM ticket_messages
 			WHERE customer_id = $1 AND mail_channel_id = $2 AND internet_message_id = ANY($3::text[])
 			ORDER BY array_position($3::text[], internet_message_id), message_id DESC LIMIT 1`,
-			args: []any{in.CustomerID, in.Mail.ChannelID, in.ThreadIDs}},
-		{skip: in.Mail.ConversationID == "", sql: `SELECT ticket_id FROM ticket_messages
+			in.CustomerID, in.Mail.ChannelID, in.ThreadIDs)
+	}
+	if in.Mail.ConversationID != "" {
+		lookup(&byConversation, `SELECT ticket_id FROM ticket_messages
 			WHERE customer_id = $1 AND mail_channel_id = $2 AND conversation_id = $3
 			ORDER BY message_id DESC LIMIT 1`,
-			args: []any{in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID}},
-		{skip: in.SubjectTicketID <= 0, sql: `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
-			args: []any{in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID}, bySubject: true},
+			in.CustomerID, in.Mail.ChannelID, in.Mail.ConversationID)
 	}
-	for _, r := range rules {
-		if r.skip {
-			continue
-		}
-		var id int64
-		err := tx.QueryRow(ctx, r.sql, r.args...).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return tickets.Ticket{}, false, err
-		}
-		t, err := s.lockTicket(ctx, tx, in.CustomerID, id)
-		if apperr.Is(err, apperr.NotFound) {
-			continue
-		}
-		if err != nil {
-			return tickets.Ticket{}, false, err
-		}
-		if r.bySubject {
-			p, err := participants(ctx, tx, t)
-			if err != nil {
-				return tickets.Ticket{}, false, err
-			}
-			if !tickets.MayJoinBySubject(in.Sender.Address, in.Mailbox, p) {
-				continue
-			}
-		}
-		return t, true, nil
+	if in.SubjectTicketID > 0 {
+		lookup(&bySubject, `SELECT ticket_id FROM tickets WHERE customer_id = $1 AND channel_id = $2 AND ticket_id = $3`,
+			in.CustomerID, in.Mail.ChannelID, in.SubjectTicketID)
 	}
-	return tickets.Ticket{}, false, nil
+	if b.Len() == 0 {
+		return th, nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return th, err
+	}
+	var ids []int64
+	for _, id := range []int64{byHeaders, byConversation, bySubject} {
+		if id > 0 && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return th, nil
+	}
+	locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketWriteCols+` FROM tickets t
+		WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`,
+		scanTicket, in.CustomerID, ids)
+	if err != nil {
+		return th, err
+	}
+	found := func(id int64) *tickets.Ticket {
+		for i := range locked {
+			if locked[i].ID == id {
+				return &locked[i]
+			}
+		}
+		return nil
+	}
+	th.ByHeaders, th.ByConversation, th.BySubject = found(byHeaders), found(byConversation), found(bySubject)
+	if th.BySubject != nil {
+		if th.Participants, err = participants(ctx, tx, *th.BySubject); err != nil {
+			return th, err
+		}
+	}
+	return th, nil
 }
 
 // participants are the ticket's end user's address and the From, To and Cc
