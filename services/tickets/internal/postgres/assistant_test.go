@@ -73,7 +73,7 @@ func TestSavePreparedReply(t *testing.T) {
 	}
 
 	// Sent: still kept, and the provenance stays for the report.
-	if _, err := s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 5}); err != nil {
+	if _, err := sendReply(ctx, s, tenantA, m.ID, tickets.ReplyInput{AccountID: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if saved, err := s.SavePreparedReply(ctx, tenantA, m.ID, preparedReply("Late")); err != nil || saved {
@@ -292,7 +292,7 @@ func TestFeedbackReport(t *testing.T) {
 	day := func(d int) time.Time { return clock.AddDate(0, 0, d) }
 
 	a := prepare(offlineBM25, day(0)) // sent as prepared, the sent reply disliked
-	sent, err := s.SendReply(ctx, tenantA, a.ID, tickets.ReplyInput{AccountID: 5})
+	sent, err := sendReply(ctx, s, tenantA, a.ID, tickets.ReplyInput{AccountID: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,11 +300,11 @@ func TestFeedbackReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := prepare(offlineBM25, day(1)) // modified, escalated twice, the message liked
-	if _, err := s.SendReply(ctx, tenantA, b.ID, tickets.ReplyInput{ModifiedAnswer: "mine", AccountID: 5}); err != nil {
+	if _, err := sendReply(ctx, s, tenantA, b.ID, tickets.ReplyInput{ModifiedAnswer: "mine", AccountID: 5}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := s.EscalateMessage(ctx, tenantA, b.ID, tickets.Escalation{Comment: "wrong", Email: "a@example.com"}); err != nil {
+		if err := escalate(ctx, s, tenantA, b.ID, tickets.Escalation{Comment: "wrong", Email: "a@example.com"}); err != nil {
 			t.Fatal(err)
 		}
 	}

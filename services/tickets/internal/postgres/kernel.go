@@ -1,9 +1,9 @@
 package postgres
 
 // The statements every ticket and message change is built from: insert a
-// ticket, lock it, insert a message into it (with the state change an
-// end-user message makes), and the events of both, always in the caller's
-// transaction.
+// ticket, lock it, insert a message into it (with the ticket change
+// tickets.AddToTicket decides), and the events of both, always in the
+// caller's transaction.
 
 import (
 	"context"
@@ -215,21 +215,6 @@ func (s *Store) lockTicket(ctx context.Context, tx pgx.Tx, customerID, id int64)
 	t, err := scanTicket(tx.QueryRow(ctx, `SELECT `+ticketWriteCols+` FROM tickets t
 		WHERE t.customer_id = $1 AND t.ticket_id = $2 FOR UPDATE OF t`, customerID, id))
 	return t, postgres.Error(err, "ticket")
-}
-
-// setTicketStatus moves a locked ticket to status (a no-op when it is
-// there already) and writes ticket.updated with the previous state.
-func (s *Store) setTicketStatus(ctx context.Context, tx pgx.Tx, t tickets.Ticket, status tickets.Status) (tickets.Ticket, error) {
-	if t.Status == status {
-		return t, nil
-	}
-	prev := t.Status
-	t.Status, t.UpdatedAt = status, s.now()
-	if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $3, updated_at = $4 WHERE customer_id = $1 AND ticket_id = $2`,
-		t.CustomerID, t.ID, string(status), t.UpdatedAt); err != nil {
-		return t, err
-	}
-	return t, s.addTicketEvent(ctx, tx, contracts.EventTicketUpdated, t, prev)
 }
 
 // insertMessage inserts a message into a ticket locked by the caller and

@@ -491,7 +491,7 @@ func TestSendReplyForMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent, err := s.SendReply(ctx, tenantA, first.MessageID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel, Refs: refs})
+	sent, err := sendReply(ctx, s, tenantA, first.MessageID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel, Refs: refs})
 	if err != nil || sent.Delivery == nil || sent.Delivery.Status != tickets.DeliveryPending {
 		t.Fatalf("sent %+v %v", sent, err)
 	}
@@ -519,7 +519,7 @@ func TestSendReplyForMail(t *testing.T) {
 	if err := msgPatch(t, s, tenantA, m.ID, `{"aiReply":{"text":"hi"}}`); err != nil {
 		t.Fatal(err)
 	}
-	sent, err = s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel})
+	sent, err = sendReply(ctx, s, tenantA, m.ID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel})
 	if err != nil || sent.Delivery != nil {
 		t.Fatalf("sent %+v %v", sent, err)
 	}
@@ -557,7 +557,7 @@ func TestSendReplyNeverAnswersAnotherSender(t *testing.T) {
 	if err := msgPatch(t, s, tenantA, m.ID, `{"aiReply":{"text":"Unplug it."}}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel}); err != nil {
+	if _, err := sendReply(ctx, s, tenantA, m.ID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel}); err != nil {
 		t.Fatal(err)
 	}
 	d := msgData[contracts.ReplySent](t, msgEvents(t, pool, contracts.EventReplySent)[0])
@@ -573,7 +573,7 @@ func TestSetDelivery(t *testing.T) {
 	if err := msgPatch(t, s, tenantA, first.MessageID, `{"aiReply":{"text":"Unplug it."}}`); err != nil {
 		t.Fatal(err)
 	}
-	sent, err := s.SendReply(ctx, tenantA, first.MessageID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel})
+	sent, err := sendReply(ctx, s, tenantA, first.MessageID, tickets.ReplyInput{AccountID: 3, EmailChannelID: mailChannel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,25 +92,26 @@ func (s *Store) OpenTicketWithMessage(ctx context.Context, customerID int64, nt 
 	return m, postgres.Error(err, "message")
 }
 
-// PatchMessage applies a merge patch to a message (ticket.message.updated
-// when it changed anything). A new text is indexed again in its language.
-func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, p tickets.MessagePatch) error {
+// PatchMessage locks the customer's message and its ticket, lets change
+// compute the message's new fields (tickets.MessagePatch.Apply) and writes
+// them with ticket.message.updated; a change that changes nothing writes
+// nothing. A new text is indexed again in the change's configuration.
+func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, change func(tickets.Message) (tickets.MessageChange, error)) error {
 	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
 		}
-		now := s.now()
-		c, err := p.Apply(m, now)
+		c, err := change(m)
 		if err != nil || !c.Changed {
 			return err
 		}
-		lang, cfg := tickets.TextLanguage(c.Text)
 		var replyText *string
 		if c.AIReplyStatus != tickets.AIReplyNone || c.AIReplyText != "" {
 			replyText = &c.AIReplyText
 		}
-		// The search columns are written again only for a new text.
+		// The search columns are written again only for a new text; the
+		// engine's provenance goes with a reply changed by hand.
 		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET message = $3,
 			search_config = CASE WHEN $4 THEN $5::regconfig ELSE search_config END,
 			search = CASE WHEN $4 THEN `+searchVector("$5", "$3")+` ELSE search END,
@@ -119,13 +120,11 @@ func (s *Store) PatchMessage(ctx context.Context, customerID, id int64, p ticket
 			ai_reply_model = CASE WHEN $11 THEN NULL ELSE ai_reply_model END,
 			ai_reply_documents = CASE WHEN $11 THEN NULL ELSE ai_reply_documents END
 			WHERE customer_id = $1 AND message_id = $2`,
-			customerID, id, c.Text, c.TextChanged, cfg, replyText, string(c.AIReplyStatus), c.AIReplyAt,
-			[]byte(c.CustomFields), now,
-			// A reply an agent wrote or cleared is no engine's any more.
-			c.AIReplyText != m.AIReplyText || c.AIReplyStatus != m.AIReplyStatus); err != nil {
+			customerID, id, c.Text, c.TextChanged, c.SearchConfig, replyText, string(c.AIReplyStatus), c.AIReplyAt,
+			[]byte(c.CustomFields), s.now(), c.ReplyByHand); err != nil {
 			return err
 		}
-		return s.addMessageEvent(ctx, tx, contracts.EventMessageUpdated, t, m, lang)
+		return s.addMessageEvent(ctx, tx, contracts.EventMessageUpdated, t, m, c.Language)
 	}), "message")
 }
 
@@ -145,39 +144,35 @@ func (s *Store) DeleteMessage(ctx context.Context, customerID, id int64) error {
 	}), "message")
 }
 
-// SendReply adds the message's reply (tickets.ReplyToSend decides which
-// text, or refuses) as a new Agent message of the ticket, marks the reply
-// sent or modified and writes message.reply.sent, in one transaction. The
-// reply keeps the text that was sent.
-func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.ReplyInput) (tickets.Message, error) {
+// SendReply locks the customer's message and its ticket, lets decide plan
+// the reply (tickets.PlanReply: which text, or a refusal; delivery by mail
+// or not) and writes the plan in one transaction: the reply as a new Agent
+// message of the ticket (with its pending delivery), the replied message's
+// reply sent or modified, keeping the text that was sent, and
+// message.reply.sent.
+func (s *Store) SendReply(ctx context.Context, customerID, id int64,
+	decide func(tickets.Message, tickets.Ticket) (tickets.ReplyPlan, error)) (tickets.Message, error) {
 	var sent tickets.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
 		}
-		text, status, err := tickets.ReplyToSend(m, r.ModifiedAnswer)
+		p, err := decide(m, t)
 		if err != nil {
 			return err
 		}
-		account := r.AccountID
-		var by *int64
-		if account > 0 {
-			by = &account
-		}
-		if sent, t, err = s.insertMessage(ctx, tx, t, tickets.NewMessage{SenderType: tickets.SenderAgent,
-			SenderAccountID: by, Text: text, CustomFields: []byte(`{}`)}); err != nil {
+		if sent, t, err = s.insertMessage(ctx, tx, t, p.Message); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET ai_reply_text = $3, ai_reply_status = $4,
 			ai_reply_at = coalesce(ai_reply_at, $5), updated_at = $5, ai_reply_sent_message_id = $6
 			WHERE customer_id = $1 AND message_id = $2`,
-			customerID, id, text, string(status), s.now(), sent.ID); err != nil {
+			customerID, id, p.Text, string(p.Status), s.now(), sent.ID); err != nil {
 			return err
 		}
-		if r.EmailChannelID > 0 && r.EmailChannelID == t.ChannelID {
-			// The mail context delivers it and reports how that went.
-			sent.Delivery = &tickets.Delivery{Status: tickets.DeliveryPending, UpdatedAt: s.now()}
+		if p.Delivery != nil {
+			sent.Delivery = p.Delivery
 			if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET delivery_status = $3, delivery_updated_at = $4
 				WHERE customer_id = $1 AND message_id = $2`, customerID, sent.ID, sent.Delivery.Status, sent.Delivery.UpdatedAt); err != nil {
 				return err
@@ -187,45 +182,52 @@ func (s *Store) SendReply(ctx context.Context, customerID, id int64, r tickets.R
 		if err != nil {
 			return err
 		}
-		ev := contracts.ReplySent{
+		return s.addEvent(ctx, tx, contracts.EventReplySent, customerID, contracts.ReplySent{
 			MessageID: sent.ID, InReplyToID: m.ID, TicketID: t.ID, ChannelID: t.ChannelID, EndUserID: t.EndUserID,
-			Text: text, Modified: status == tickets.AIReplyModified,
+			Text: p.Text, Modified: p.Status == tickets.AIReplyModified, TicketRef: p.TicketRef,
 			Subject: t.Subject, To: to, ReplyToProviderID: providerID, ReplyToInternetMessageID: internetID,
-		}
-		if r.Refs != nil {
-			ev.TicketRef = r.Refs.Ref(customerID, t.ID)
-		}
-		return s.addEvent(ctx, tx, contracts.EventReplySent, customerID, ev)
+		})
 	})
 	return sent, postgres.Error(err, "message")
 }
 
-// EscalateMessage marks the message escalated, moves its ticket to
-// Escalated (a Closed ticket cannot be: 409), appends the comment to the
-// ticket's feedback comments and writes message.escalated.
-func (s *Store) EscalateMessage(ctx context.Context, customerID, id int64, e tickets.Escalation) error {
+// EscalateMessage locks the customer's message and its ticket, lets decide
+// plan the escalation (tickets.PlanEscalation: the ticket becomes
+// Escalated, or a refusal) and writes it: the message escalated, the
+// ticket's state (ticket.updated when it moved), the comment among the
+// ticket's feedback comments, and message.escalated.
+func (s *Store) EscalateMessage(ctx context.Context, customerID, id int64,
+	decide func(tickets.Message, tickets.Ticket) (tickets.EscalationPlan, error)) error {
 	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
 		}
-		if !tickets.CanTransition(t.Status, tickets.StatusEscalated) {
-			return tickets.TransitionError(t.Status, tickets.StatusEscalated)
+		p, err := decide(m, t)
+		if err != nil {
+			return err
 		}
 		now := s.now()
 		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET is_escalated = true, updated_at = $3
 			WHERE customer_id = $1 AND message_id = $2`, customerID, id, now); err != nil {
 			return err
 		}
-		if _, err := s.setTicketStatus(ctx, tx, t, tickets.StatusEscalated); err != nil {
-			return err
+		if p.Previous != "" {
+			t = p.Ticket
+			if _, err := tx.Exec(ctx, `UPDATE tickets SET status = $3, updated_at = $4 WHERE customer_id = $1 AND ticket_id = $2`,
+				customerID, t.ID, string(t.Status), t.UpdatedAt); err != nil {
+				return err
+			}
+			if err := s.addTicketEvent(ctx, tx, contracts.EventTicketUpdated, t, p.Previous); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO feedback_comments (customer_id, ticket_id, message_id, comment, email, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, customerID, t.ID, m.ID, e.Comment, e.Email, now); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6)`, customerID, t.ID, m.ID, p.Comment.Comment, p.Comment.Email, now); err != nil {
 			return err
 		}
 		return s.addEvent(ctx, tx, contracts.EventMessageEscalated, customerID, contracts.MessageEscalated{
-			MessageID: m.ID, TicketID: t.ID, FeedbackComment: e.Comment, Email: e.Email,
+			MessageID: m.ID, TicketID: t.ID, FeedbackComment: p.Comment.Comment, Email: p.Comment.Email,
 		})
 	}), "message")
 }

@@ -173,13 +173,31 @@ func TestMessageReopens(t *testing.T) {
 	}
 }
 
+// sendReply sends the message's reply as the service does
+// (tickets.PlanReply decides under the store's lock).
+func sendReply(ctx context.Context, s *postgres.Store, customerID, id int64, in tickets.ReplyInput) (tickets.Message, error) {
+	return s.SendReply(ctx, customerID, id, func(m tickets.Message, t tickets.Ticket) (tickets.ReplyPlan, error) {
+		return tickets.PlanReply(m, t, in, clock)
+	})
+}
+
+// escalate escalates the message as the service does
+// (tickets.PlanEscalation decides under the store's lock).
+func escalate(ctx context.Context, s *postgres.Store, customerID, id int64, e tickets.Escalation) error {
+	return s.EscalateMessage(ctx, customerID, id, func(_ tickets.Message, t tickets.Ticket) (tickets.EscalationPlan, error) {
+		return tickets.PlanEscalation(t, e, clock)
+	})
+}
+
 func msgPatch(t *testing.T, s *postgres.Store, customerID, id int64, body string) error {
 	t.Helper()
 	p, err := tickets.ParseMessagePatch([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.PatchMessage(context.Background(), customerID, id, p)
+	return s.PatchMessage(context.Background(), customerID, id, func(m tickets.Message) (tickets.MessageChange, error) {
+		return p.Apply(m, clock)
+	})
 }
 
 func TestPatchMessage(t *testing.T) {
@@ -529,16 +547,16 @@ func TestSendReply(t *testing.T) {
 	ctx := context.Background()
 	m := msgOpen(t, s, tenantA, "question")
 	msgSetStatus(t, pool, m.TicketID, tickets.StatusPending)
-	if _, err := s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 5}); !apperr.Is(err, apperr.Conflict) {
+	if _, err := sendReply(ctx, s, tenantA, m.ID, tickets.ReplyInput{AccountID: 5}); !apperr.Is(err, apperr.Conflict) {
 		t.Fatalf("no reply prepared: %v", err)
 	}
 	if err := msgPatch(t, s, tenantA, m.ID, `{"aiReply":{"text":"the answer"}}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SendReply(ctx, tenantB, m.ID, tickets.ReplyInput{AccountID: 5}); !apperr.Is(err, apperr.NotFound) {
+	if _, err := sendReply(ctx, s, tenantB, m.ID, tickets.ReplyInput{AccountID: 5}); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("foreign: %v", err)
 	}
-	sent, err := s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 5})
+	sent, err := sendReply(ctx, s, tenantA, m.ID, tickets.ReplyInput{AccountID: 5})
 	if err != nil || sent.Text != "the answer" || sent.SenderType != tickets.SenderAgent || sent.SenderAccountID == nil ||
 		*sent.SenderAccountID != 5 || sent.TicketID != m.TicketID {
 		t.Fatalf("sent %+v %v", sent, err)
@@ -553,14 +571,14 @@ func TestSendReply(t *testing.T) {
 	}
 	// No second send, with or without a modified answer.
 	for _, in := range []tickets.ReplyInput{{AccountID: 5}, {AccountID: 5, ModifiedAnswer: "other"}} {
-		if _, err := s.SendReply(ctx, tenantA, m.ID, in); !apperr.Is(err, apperr.Conflict) {
+		if _, err := sendReply(ctx, s, tenantA, m.ID, in); !apperr.Is(err, apperr.Conflict) {
 			t.Fatalf("second send %+v: %v", in, err)
 		}
 	}
 	// A modified answer on a message without a prepared reply.
 	m2, _ := s.AddMessage(ctx, tenantA, m.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "more",
 		CustomFields: json.RawMessage(`{}`)})
-	if _, err := s.SendReply(ctx, tenantA, m2.ID, tickets.ReplyInput{AccountID: 5, ModifiedAnswer: "my own"}); err != nil {
+	if _, err := sendReply(ctx, s, tenantA, m2.ID, tickets.ReplyInput{AccountID: 5, ModifiedAnswer: "my own"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ = s.Message(ctx, tenantA, m2.ID); got.AIReplyStatus != tickets.AIReplyModified || got.AIReplyText != "my own" || got.AIReplyAt == nil {
@@ -592,7 +610,7 @@ func TestSendReplyConcurrently(t *testing.T) {
 	codes := map[apperr.Code]int{}
 	for range 10 {
 		wg.Go(func() {
-			_, err := s.SendReply(ctx, tenantA, m.ID, tickets.ReplyInput{AccountID: 1})
+			_, err := sendReply(ctx, s, tenantA, m.ID, tickets.ReplyInput{AccountID: 1})
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -616,10 +634,10 @@ func TestEscalateMessage(t *testing.T) {
 	ctx := context.Background()
 	m := msgOpen(t, s, tenantA, "escalate me")
 	e := tickets.Escalation{Comment: "The AI was wrong", Email: "lead@example.com"}
-	if err := s.EscalateMessage(ctx, tenantB, m.ID, e); !apperr.Is(err, apperr.NotFound) {
+	if err := escalate(ctx, s, tenantB, m.ID, e); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("foreign: %v", err)
 	}
-	if err := s.EscalateMessage(ctx, tenantA, m.ID, e); err != nil {
+	if err := escalate(ctx, s, tenantA, m.ID, e); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Message(ctx, tenantA, m.ID)
@@ -638,7 +656,7 @@ func TestEscalateMessage(t *testing.T) {
 	// A Closed ticket cannot be escalated, and nothing changes.
 	m2 := msgOpen(t, s, tenantA, "closed")
 	msgSetStatus(t, pool, m2.TicketID, tickets.StatusClosed)
-	if err := s.EscalateMessage(ctx, tenantA, m2.ID, e); !apperr.Is(err, apperr.Conflict) {
+	if err := escalate(ctx, s, tenantA, m2.ID, e); !apperr.Is(err, apperr.Conflict) {
 		t.Fatalf("closed: %v", err)
 	}
 	if got, _ := s.Message(ctx, tenantA, m2.ID); got.IsEscalated {

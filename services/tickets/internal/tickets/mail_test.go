@@ -13,16 +13,19 @@ import (
 type replyStore struct {
 	MessageStore
 	channel int64
-	got     *ReplyInput
+	got     *ReplyPlan
 }
 
 func (s *replyStore) MessageChannel(context.Context, int64, int64) (int64, error) {
 	return s.channel, nil
 }
 
-func (s *replyStore) SendReply(_ context.Context, _, _ int64, r ReplyInput) (Message, error) {
-	s.got = &r
-	return Message{}, nil
+// SendReply decides for a message with a prepared reply in a ticket of the
+// store's channel.
+func (s *replyStore) SendReply(_ context.Context, _, _ int64, decide func(Message, Ticket) (ReplyPlan, error)) (Message, error) {
+	p, err := decide(Message{AIReplyStatus: AIReplyPrepared, AIReplyText: "Prepared."}, Ticket{ID: 9, ChannelID: s.channel})
+	s.got = &p
+	return Message{}, err
 }
 
 // send-reply marks the reply's delivery pending exactly in tickets of a
@@ -34,13 +37,15 @@ func TestSendReplyEmailChannel(t *testing.T) {
 		3: {Exists: true, Kind: "email", IsDeleted: true},
 	}}
 	for _, tc := range []struct {
-		channel, want int64
-	}{{1, 1}, {2, 0}, {3, 0}, {4, 0}} {
+		channel int64
+		pending bool
+	}{{1, true}, {2, false}, {3, false}, {4, false}} {
 		st := &replyStore{channel: tc.channel}
 		if _, err := NewMessages(st, look, time.Now).SendReply(context.Background(), 1, 2, 3, nil); err != nil {
 			t.Fatal(err)
 		}
-		if st.got == nil || st.got.EmailChannelID != tc.want || st.got.AccountID != 2 {
+		if st.got == nil || (st.got.Delivery != nil) != tc.pending || st.got.Message.SenderAccountID == nil ||
+			*st.got.Message.SenderAccountID != 2 {
 			t.Fatalf("channel %d: %+v", tc.channel, st.got)
 		}
 	}

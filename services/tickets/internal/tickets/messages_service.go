@@ -26,13 +26,16 @@ type MessageStore interface {
 	Message(ctx context.Context, customerID, id int64) (Message, error)
 	AddMessage(ctx context.Context, customerID, ticketID int64, in NewMessage) (Message, error)
 	OpenTicketWithMessage(ctx context.Context, customerID int64, t NewTicket, m NewMessage) (Message, error)
-	PatchMessage(ctx context.Context, customerID, id int64, p MessagePatch) error
+	// PatchMessage locks the message, calls change and writes the change.
+	PatchMessage(ctx context.Context, customerID, id int64, change func(Message) (MessageChange, error)) error
 	DeleteMessage(ctx context.Context, customerID, id int64) error
 	AssignTopics(ctx context.Context, customerID, id int64, a TopicAssignment) error
-	SendReply(ctx context.Context, customerID, id int64, r ReplyInput) (Message, error)
+	// SendReply and EscalateMessage lock the message and its ticket, call
+	// decide and write what it returns.
+	SendReply(ctx context.Context, customerID, id int64, decide func(Message, Ticket) (ReplyPlan, error)) (Message, error)
 	// MessageChannel is the channel of the ticket of the customer's message.
 	MessageChannel(ctx context.Context, customerID, id int64) (int64, error)
-	EscalateMessage(ctx context.Context, customerID, id int64, e Escalation) error
+	EscalateMessage(ctx context.Context, customerID, id int64, decide func(Message, Ticket) (EscalationPlan, error)) error
 	RequestTopicDetection(ctx context.Context, customerID, id int64) error
 }
 
@@ -77,12 +80,13 @@ type CreateMessageInput struct {
 	TicketFields []string
 }
 
-// ListMessages pages through a ticket's messages, oldest first.
+// ListMessages pages through a ticket's messages, oldest first. A read:
+// the store's customer scope is its only rule, so it passes straight on.
 func (s *Messages) ListMessages(ctx context.Context, customerID, ticketID int64, p paging.Page) ([]Message, int, error) {
 	return s.store.ListMessages(ctx, customerID, ticketID, p)
 }
 
-// Message returns one message of the customer.
+// Message returns one message of the customer (a read, as ListMessages).
 func (s *Messages) Message(ctx context.Context, customerID, id int64) (Message, error) {
 	return s.store.Message(ctx, customerID, id)
 }
@@ -143,12 +147,16 @@ func mergeFields(v *apperr.Validation, err error) bool {
 	return true
 }
 
-// PatchMessage applies a JSON merge patch (ParseMessagePatch).
+// PatchMessage applies a JSON merge patch (ParseMessagePatch) to the
+// message as it is under the store's lock (MessagePatch.Apply).
 func (s *Messages) PatchMessage(ctx context.Context, customerID, id int64, p MessagePatch) error {
-	return s.store.PatchMessage(ctx, customerID, id, p)
+	return s.store.PatchMessage(ctx, customerID, id, func(m Message) (MessageChange, error) {
+		return p.Apply(m, s.now())
+	})
 }
 
-// DeleteMessage deletes a message with its topics and attachments.
+// DeleteMessage deletes a message with its topics and attachments. Any
+// message of the customer may be deleted: no rule to decide.
 func (s *Messages) DeleteMessage(ctx context.Context, customerID, id int64) error {
 	return s.store.DeleteMessage(ctx, customerID, id)
 }
@@ -225,8 +233,8 @@ func (s *Messages) SendReply(ctx context.Context, customerID, accountID, id int6
 		}
 	}
 	// A reply in a ticket of an e-mail channel goes out by mail: its
-	// delivery is pending from the start. The store checks the channel is
-	// still the ticket's under its lock.
+	// delivery is pending from the start. PlanReply checks the channel is
+	// still the ticket's under the store's lock.
 	channelID, err := s.store.MessageChannel(ctx, customerID, id)
 	if err != nil {
 		return Message{}, err
@@ -238,7 +246,9 @@ func (s *Messages) SendReply(ctx context.Context, customerID, accountID, id int6
 	if ch.Exists && !ch.IsDeleted && ch.Kind == ChannelKindEmail {
 		in.EmailChannelID = channelID
 	}
-	return s.store.SendReply(ctx, customerID, id, in)
+	return s.store.SendReply(ctx, customerID, id, func(m Message, t Ticket) (ReplyPlan, error) {
+		return PlanReply(m, t, in, s.now())
+	})
 }
 
 // ChannelKindEmail is the kind of the mail context's e-mail channels.
@@ -273,10 +283,13 @@ func (s *Messages) Escalate(ctx context.Context, customerID, id int64, comment, 
 	if err != nil {
 		return err
 	}
-	return s.store.EscalateMessage(ctx, customerID, id, e)
+	return s.store.EscalateMessage(ctx, customerID, id, func(_ Message, t Ticket) (EscalationPlan, error) {
+		return PlanEscalation(t, e, s.now())
+	})
 }
 
-// DetectTopics asks the assistant to detect the message's topics.
+// DetectTopics asks the assistant to detect the message's topics: an
+// event for any message of the customer, no rule to decide.
 func (s *Messages) DetectTopics(ctx context.Context, customerID, id int64) error {
 	return s.store.RequestTopicDetection(ctx, customerID, id)
 }
@@ -434,6 +447,13 @@ type MessageChange struct {
 	CustomFields  json.RawMessage
 	// Changed is false when the patch changes nothing.
 	Changed bool
+	// SearchConfig and Language are the text's (TextLanguage): a new text
+	// is indexed again in SearchConfig, and ticket.message.updated carries
+	// Language.
+	SearchConfig, Language string
+	// ReplyByHand: an agent wrote or cleared the reply, so it is no
+	// engine's any more (its provenance goes).
+	ReplyByHand bool
 }
 
 // Apply applies the patch to m (now dates a newly prepared reply). A
@@ -470,6 +490,10 @@ func (p MessagePatch) Apply(m Message, now time.Time) (MessageChange, error) {
 		if !jsonEqual(fields, m.CustomFields) {
 			c.CustomFields, c.Changed = fields, true
 		}
+	}
+	if c.Changed {
+		c.Language, c.SearchConfig = TextLanguage(c.Text)
+		c.ReplyByHand = c.AIReplyText != m.AIReplyText || c.AIReplyStatus != m.AIReplyStatus
 	}
 	return c, nil
 }

@@ -152,18 +152,31 @@ func TestPatchApply(t *testing.T) {
 		{name: "nothing", m: base, patch: `{}`},
 		{name: "same text", m: base, patch: `{"message":"hello"}`},
 		{name: "new text", m: base, patch: `{"message":"bye"}`, changed: true, check: func(t *testing.T, c MessageChange) {
-			if c.Text != "bye" || !c.TextChanged {
+			if c.Text != "bye" || !c.TextChanged || c.ReplyByHand || c.SearchConfig != "simple" {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "new text in a language", m: base, patch: `{"message":"Hola, mi pedido no ha llegado todavía y necesito saber dónde está el paquete."}`,
+			changed: true, check: func(t *testing.T, c MessageChange) {
+				if c.SearchConfig != "spanish" || c.Language != "es" {
+					t.Fatalf("%+v", c)
+				}
+			}},
 		{name: "prepare a reply", m: base, patch: `{"aiReply":{"text":"answer"}}`, changed: true, check: func(t *testing.T, c MessageChange) {
-			if c.AIReplyText != "answer" || c.AIReplyStatus != AIReplyPrepared || c.AIReplyAt == nil || !c.AIReplyAt.Equal(now) || c.TextChanged {
+			if c.AIReplyText != "answer" || c.AIReplyStatus != AIReplyPrepared || c.AIReplyAt == nil || !c.AIReplyAt.Equal(now) ||
+				c.TextChanged || !c.ReplyByHand {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "custom fields keep the reply's provenance", m: prepared, patch: `{"customFieldsData":{"c":3}}`, changed: true,
+			check: func(t *testing.T, c MessageChange) {
+				if c.ReplyByHand {
+					t.Fatalf("%+v", c)
+				}
+			}},
 		{name: "same prepared reply", m: prepared, patch: `{"aiReply":{"text":"draft"}}`},
 		{name: "clear a reply", m: prepared, patch: `{"aiReply":{"text":null}}`, changed: true, check: func(t *testing.T, c MessageChange) {
-			if c.AIReplyText != "" || c.AIReplyStatus != AIReplyNone || c.AIReplyAt != nil {
+			if c.AIReplyText != "" || c.AIReplyStatus != AIReplyNone || c.AIReplyAt != nil || !c.ReplyByHand {
 				t.Fatalf("%+v", c)
 			}
 		}},
