@@ -143,33 +143,37 @@ func TestOpenTicketWithForeignEndUser(t *testing.T) {
 	}
 }
 
-// An end user's message reopens a Pending, Resolved or Closed ticket; an
-// agent's does not.
+// The store writes what tickets.AddToTicket decides (TestAddToTicket has
+// the rule for every state and sender): an agent's message leaves a Closed
+// ticket Closed, with no ticket.updated; an end user's reopens it, with
+// ticket.updated carrying the previous state.
 func TestMessageReopens(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := context.Background()
 	m := msgOpen(t, s, tenantA, "first")
-	tests := []struct {
-		from   tickets.Status
-		sender tickets.SenderType
-		want   tickets.Status
-	}{
-		{tickets.StatusResolved, tickets.SenderEndUser, tickets.StatusOpen},
-		{tickets.StatusClosed, tickets.SenderEndUser, tickets.StatusOpen},
-		{tickets.StatusPending, tickets.SenderEndUser, tickets.StatusOpen},
-		{tickets.StatusEscalated, tickets.SenderEndUser, tickets.StatusEscalated},
-		{tickets.StatusClosed, tickets.SenderAgent, tickets.StatusClosed},
-		{tickets.StatusResolved, tickets.SenderSystem, tickets.StatusResolved},
-	}
-	for _, tt := range tests {
-		msgSetStatus(t, pool, m.TicketID, tt.from)
-		if _, err := s.AddMessage(ctx, tenantA, m.TicketID, tickets.NewMessage{SenderType: tt.sender, Text: "again",
+	msgSetStatus(t, pool, m.TicketID, tickets.StatusClosed)
+	add := func(sender tickets.SenderType) {
+		t.Helper()
+		if _, err := s.AddMessage(ctx, tenantA, m.TicketID, tickets.NewMessage{SenderType: sender, Text: "again",
 			CustomFields: json.RawMessage(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
-		if got := msgStatus(t, pool, m.TicketID); got != tt.want {
-			t.Errorf("%s message on %s: %s, want %s", tt.sender, tt.from, got, tt.want)
-		}
+	}
+	before := len(msgEvents(t, pool, contracts.EventTicketUpdated))
+	add(tickets.SenderAgent)
+	if got, n := msgStatus(t, pool, m.TicketID), len(msgEvents(t, pool, contracts.EventTicketUpdated)); got != tickets.StatusClosed || n != before {
+		t.Fatalf("after an agent's message: %s, %d ticket.updated (was %d)", got, n, before)
+	}
+	add(tickets.SenderEndUser)
+	if got := msgStatus(t, pool, m.TicketID); got != tickets.StatusOpen {
+		t.Fatalf("after an end user's message: %s", got)
+	}
+	evs := msgEvents(t, pool, contracts.EventTicketUpdated)
+	if len(evs) != before+1 {
+		t.Fatalf("%d ticket.updated, want %d", len(evs), before+1)
+	}
+	if d := msgData[contracts.TicketChanged](t, evs[len(evs)-1]); d.PreviousStatus != "Closed" || d.Status != "Open" || d.IsClosed {
+		t.Fatalf("ticket.updated %+v", d)
 	}
 }
 
