@@ -90,7 +90,6 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 			}
 		}
 		plan := tickets.PlanImport(in, th)
-		out.Outcome = plan.Outcome
 		t := plan.Ticket
 		switch plan.Outcome {
 		case tickets.MailDuplicate:
@@ -107,7 +106,7 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 		if err != nil {
 			return err
 		}
-		out.TicketID, out.MessageID = t.ID, m.ID
+		out = tickets.MailImported{Outcome: plan.Outcome, TicketID: t.ID, MessageID: m.ID}
 		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments, in.QuotaBytes)
 		return err
 	})
