@@ -57,13 +57,14 @@ type ConsumerShutdownCase struct {
 //     SHUTDOWN_GRACE (20 s): run returns nil before the grace is over, each
 //     message applied once and acknowledged after one delivery, nothing
 //     logged at error level;
-//   - redelivers: the locks outlast SHUTDOWN_GRACE (2 s): run returns soon
+//   - redelivers: the locks outlast SHUTDOWN_GRACE (3 s): run returns soon
 //     after it, reporting the handlers cancelled, nothing applied and each
 //     message handed back; the next run, on the same database and NATS,
-//     applies each once at its second delivery and acknowledges it.
+//     applies each once at its second delivery and acknowledges it (the
+//     3 s leave the test time to see the handlers in hand after SIGTERM).
 func ConsumerShutdownTest(t *testing.T, c ConsumerShutdownCase) {
 	t.Run("finishes", func(t *testing.T) { consumerShutdown(t, c, 20*time.Second, false) })
-	t.Run("redelivers", func(t *testing.T) { consumerShutdown(t, c, 2*time.Second, true) })
+	t.Run("redelivers", func(t *testing.T) { consumerShutdown(t, c, 3*time.Second, true) })
 }
 
 func consumerShutdown(t *testing.T, c ConsumerShutdownCase, grace time.Duration, outlast bool) {
