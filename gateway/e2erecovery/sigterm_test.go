@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/randid"
 )
@@ -81,7 +82,12 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The load is under way: answers are coming back.
+	e2ekit.Eventually(t, 20*time.Second, "30 answers to the load", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results) >= 30
+	})
 	signalled := time.Now()
 	stopErr := r.Stop()
 	stopped := time.Now()

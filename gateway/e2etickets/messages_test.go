@@ -126,8 +126,9 @@ func msgCount(t *testing.T, table string, customerID int64) int {
 
 // msgEvents waits until match accepts want events of type typ of the
 // customer (within 10 s) and returns them in stream order. It then waits
-// longer than the outbox relay's poll interval and fails if more came:
-// an event written after the expected ones must not pass unseen.
+// until the tickets outbox holds none of the customer's events (all those
+// written so far are on the stream) and fails if more came: an event
+// written after the expected ones must not pass unseen.
 func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, match func(T) bool) []T {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -135,7 +136,9 @@ func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, matc
 	for {
 		out := read()
 		if len(out) >= want {
-			time.Sleep(1500 * time.Millisecond)
+			e2ekit.Eventually(t, 10*time.Second, "the customer's events relayed from the tickets outbox", func() bool {
+				return msgOutboxRows(t, customerID) == 0
+			})
 			if out = read(); len(out) != want {
 				t.Fatalf("%d %s events, want %d: %+v", len(out), typ, want, out)
 			}
@@ -146,6 +149,18 @@ func msgEvents[T any](t *testing.T, typ string, customerID int64, want int, matc
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// msgOutboxRows counts the customer's events not yet relayed from the
+// tickets outbox (the relay deletes what it published).
+func msgOutboxRows(t *testing.T, customerID int64) int {
+	t.Helper()
+	var n int
+	if err := backends.DB.QueryRow(t.Context(), `SELECT count(*) FROM tickets.outbox
+		WHERE (convert_from(data, 'UTF8')::jsonb->>'customerID')::bigint = $1`, customerID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // msgSend sends a request with a body of the given content type.
