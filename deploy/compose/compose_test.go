@@ -425,12 +425,12 @@ func requiredDependencies(s stack.Service) map[string]string {
 	return deps
 }
 
-// Every variable the env files give a service is one the README's
-// configuration tables document, so a misspelt name fails here instead of
-// being ignored by the service.
+// Every variable the env files give a service is one the READMEs'
+// configuration tables document (the repository's or a service's), so a
+// misspelt name fails here instead of being ignored by the service.
 func TestEveryVariableIsDocumented(t *testing.T) {
 	root, p := loadProject(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := stack.ConfigDocs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		}
 		for v := range cs.Environment {
 			if !bytes.Contains(readme, []byte("| `"+v+"`")) && !bytes.Contains(readme, []byte("`"+v+"`, ")) {
-				t.Errorf("%s: %s is set but not in the README's configuration tables", s.Name, v)
+				t.Errorf("%s: %s is set but in no README's configuration table", s.Name, v)
 			}
 		}
 	}

@@ -2,7 +2,7 @@
 // manifest of deploy/k8s/base decodes strictly into the Kubernetes API
 // types (a misspelt field fails), the base agrees with the service table
 // (every binary has a Deployment and a Service, the gateway routes to them),
-// every Secret it references is one the README tells the operator to
+// every Secret it references is one deploy/README.md tells the operator to
 // create, and kustomize builds the base and the dev overlay.
 package k8s
 
@@ -532,7 +532,7 @@ var secretVariables = []string{"DATABASE_URL", "DATABASE_MIGRATE_URL", "NATS_URL
 	"GRAPH_CLIENT_SECRET", "AI_API_KEY", "LIBRETRANSLATE_API_KEY", "TICKET_REF_SECRET", "TICKET_REF_SECRET_PREVIOUS"}
 
 // Every ConfigMap a pod reads is in the base (with the keys it reads);
-// every Secret it reads is one the README tells the operator to create
+// every Secret it reads is one deploy/README.md tells the operator to create
 // (with the keys it reads); the base itself holds no Secret.
 func TestReferencesResolve(t *testing.T) {
 	m := loadBase(t)
@@ -560,11 +560,11 @@ func TestReferencesResolve(t *testing.T) {
 	checkSecret := func(where, name, key string) {
 		keys, ok := documented[name]
 		if !ok {
-			t.Errorf("%s: Secret %s is not documented (README: a `kubectl create secret ... %s` command)", where, name, name)
+			t.Errorf("%s: Secret %s is not documented (deploy/README.md: a `kubectl create secret ... %s` command)", where, name, name)
 			return
 		}
 		if key != "" && !slices.Contains(keys, key) {
-			t.Errorf("%s: Secret %s key %s is not in its README command (keys %v)", where, name, key, keys)
+			t.Errorf("%s: Secret %s key %s is not in its deploy/README.md command (keys %v)", where, name, key, keys)
 		}
 	}
 	for name, d := range m.deployments() {
@@ -618,11 +618,11 @@ func TestReferencesResolve(t *testing.T) {
 	}
 }
 
-// documentedSecrets reads the `kubectl create secret` commands of the
-// README: Secret name -> keys.
+// documentedSecrets reads the `kubectl create secret` commands of
+// deploy/README.md: Secret name -> keys.
 func documentedSecrets(t *testing.T) map[string][]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +641,7 @@ func documentedSecrets(t *testing.T) map[string][]string {
 		out[c[2]] = keys
 	}
 	if len(out) == 0 {
-		t.Fatal("README.md has no `kubectl create secret` command")
+		t.Fatal("deploy/README.md has no `kubectl create secret` command")
 	}
 	return out
 }
@@ -749,12 +749,12 @@ func TestStandaloneReadsNoBackend(t *testing.T) {
 	}
 }
 
-// Every variable the manifests set is one the README's configuration
-// tables document, so a misspelt name fails here instead of being
-// silently ignored by the service.
+// Every variable the manifests set is one the READMEs' configuration
+// tables document (the repository's or a service's), so a misspelt name
+// fails here instead of being silently ignored by the service.
 func TestEveryVariableIsDocumented(t *testing.T) {
 	m := loadBase(t)
-	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	readme, err := stack.ConfigDocs(repoRoot(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -780,7 +780,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 	}
 	for v, where := range vars {
 		if !documented(v) {
-			t.Errorf("%s sets %s, which the README's configuration tables do not list", where, v)
+			t.Errorf("%s sets %s, which no README's configuration table lists", where, v)
 		}
 	}
 }

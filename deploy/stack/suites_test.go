@@ -8,18 +8,18 @@ import (
 	"testing"
 )
 
-// The README's Tests section names every end-to-end suite (a package
-// gateway/e2e* with tests) and counts them right, so a new suite cannot
-// be left out of it.
+// The Tests section of gateway/README.md names every end-to-end suite (a
+// package gateway/e2e* with tests) and counts them right, so a new suite
+// cannot be left out of it.
 func TestREADMENamesEverySuite(t *testing.T) {
 	root := repoRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, "gateway", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(data), "\n## Tests\n")
 	if !ok {
-		t.Fatal("README.md has no Tests section")
+		t.Fatal("gateway/README.md has no Tests section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	dirs, err := filepath.Glob(filepath.Join(root, "gateway", "e2e*"))
@@ -34,12 +34,12 @@ func TestREADMENamesEverySuite(t *testing.T) {
 		suites++
 		name := "gateway/" + filepath.Base(d)
 		if !strings.Contains(section, "`"+name+"`") {
-			t.Errorf("the README's Tests section does not name %s", name)
+			t.Errorf("gateway/README.md's Tests section does not name %s", name)
 		}
 	}
 	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
 	m := regexp.MustCompile(`runs the (\w+)\s+suites in parallel`).FindStringSubmatch(section)
 	if m == nil || suites >= len(words) || m[1] != words[suites] {
-		t.Errorf("the README's Tests section says %q; there are %d suites", m, suites)
+		t.Errorf("gateway/README.md's Tests section says %q; there are %d suites", m, suites)
 	}
 }

@@ -403,7 +403,7 @@ func TestRunRejectsBadConfigAndCommands(t *testing.T) {
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 func TestEveryRouteIsDocumented(t *testing.T) {

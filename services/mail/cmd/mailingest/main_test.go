@@ -34,7 +34,7 @@ func TestMigrateAndCommands(t *testing.T) {
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 // Every route the service registers is in gateway/openapi.yaml and every

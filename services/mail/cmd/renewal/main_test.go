@@ -176,7 +176,7 @@ func TestRunRefusesBadGraphSettings(t *testing.T) {
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 func TestMigrateAndCommands(t *testing.T) {

@@ -24,7 +24,7 @@ func TestMigrateAndCommands(t *testing.T) {
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 // It starts, is ready and exports its metrics, then stops on the signal.

@@ -36,7 +36,7 @@ func TestMigrateAndCommands(t *testing.T) {
 const refSecret = "test-ticket-ref-secret-0123456789abcdef"
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 // Every route the service registers is in gateway/openapi.yaml and every

@@ -17,5 +17,5 @@ func TestMigrateAndCommands(t *testing.T) {
 }
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }

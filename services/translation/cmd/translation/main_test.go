@@ -17,7 +17,7 @@ import (
 )
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 func TestRunRejectsUnknownProvider(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 )
 
 // Config is the AI configuration, embedded in a binary's Config. The
-// names and meanings are translation's (README).
+// names and meanings are in the repository README's Configuration.
 type Config struct {
 	openai.Settings
 	AIEmbeddingModel string `env:"AI_EMBEDDING_MODEL" default:"" desc:"embedding model of the OpenAI-compatible server (/v1/embeddings) to re-rank prompt documents (averaged with BM25); empty = the LLM engine ranks with the offline engine's BM25"`

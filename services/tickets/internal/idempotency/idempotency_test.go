@@ -23,9 +23,9 @@ import (
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/httpserver"
-	"supportplatform.dev/pkg/idempotency"
 	"supportplatform.dev/pkg/randid"
 	"supportplatform.dev/pkg/redistest"
+	"supportplatform.dev/services/tickets/internal/idempotency"
 )
 
 // harness is an engine with the middleware on a few routes whose handlers
