@@ -136,15 +136,15 @@ func toMessage(m tickets.Message) messageResponse {
 	for i, t := range m.Topics {
 		topics[i] = messageTopicResponse{TicketMessageTopicID: t.ID, TopicID: t.TopicID, TopicName: t.TopicName}
 	}
-	reply := aiReplyResponse{Text: optional(m.AIReplyText), Status: string(m.AIReplyStatus)}
+	reply := aiReplyResponse{Text: optional(m.AIReply.Text), Status: string(m.AIReply.Status)}
 	if reply.Status == "" {
 		reply.Status = string(tickets.AIReplyNone)
 	}
-	if m.AIReplyAt != nil {
-		at := m.AIReplyAt.UTC()
+	if m.AIReply.CreatedAt != nil {
+		at := m.AIReply.CreatedAt.UTC()
 		reply.DateCreated = &at
 	}
-	if p := m.AIReplyProvenance; p != nil {
+	if p := m.AIReply.Provenance; p != nil {
 		engine, model := p.Engine, p.Model
 		reply.Engine, reply.Model = &engine, &model
 	}

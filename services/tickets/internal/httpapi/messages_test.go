@@ -24,7 +24,7 @@ func TestMessageMailAndDeliveryMatchTheContract(t *testing.T) {
 	}
 	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	base := tickets.Message{ID: 5, CustomerID: 1, TicketID: 2, SenderType: tickets.SenderEndUser, Text: "It broke.",
-		AIReplyStatus: tickets.AIReplyNone, CustomFields: json.RawMessage(`{}`), CreatedAt: at, UpdatedAt: at}
+		AIReply: tickets.AIReply{Status: tickets.AIReplyNone}, CustomFields: json.RawMessage(`{}`), CreatedAt: at, UpdatedAt: at}
 	fromMail := base
 	fromMail.Mail = &tickets.MailFacts{ChannelID: 3, ProviderMessageID: "AAMk", InternetMessageID: "<m@x>",
 		From: contracts.MailAddress{Name: "Ada", Address: "ada@example.com"}, To: []contracts.MailAddress{{Address: "s@shop.example"}},
@@ -34,8 +34,8 @@ func TestMessageMailAndDeliveryMatchTheContract(t *testing.T) {
 	reply.SenderType = tickets.SenderAgent
 	reply.Delivery = &tickets.Delivery{Status: tickets.DeliveryFailed, Attempts: 3, Error: "mailbox full", UpdatedAt: at}
 	prepared := base
-	prepared.AIReplyText, prepared.AIReplyStatus, prepared.AIReplyAt = "Hi Ada", tickets.AIReplyPrepared, &at
-	prepared.AIReplyProvenance = &assistant.Provenance{Engine: "offline", Model: "bm25-v1"}
+	prepared.AIReply.Text, prepared.AIReply.Status, prepared.AIReply.CreatedAt = "Hi Ada", tickets.AIReplyPrepared, &at
+	prepared.AIReply.Provenance = &assistant.Provenance{Engine: "offline", Model: "bm25-v1"}
 	tests := []struct {
 		name string
 		m    tickets.Message

@@ -37,7 +37,7 @@ func (s *Store) SavePreparedReply(ctx context.Context, customerID, id int64, r t
 		if err != nil {
 			return err
 		}
-		if m.AIReplyStatus != tickets.AIReplyNone && m.AIReplyStatus != tickets.AIReplyPending {
+		if m.AIReply.Status != tickets.AIReplyNone && m.AIReply.Status != tickets.AIReplyPending {
 			return nil
 		}
 		now := s.now()

@@ -50,14 +50,14 @@ func TestSavePreparedReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.AIReplyStatus != tickets.AIReplyPrepared || got.AIReplyText != "Hello Writer, refunds take 5 days." ||
-		got.AIReplyAt == nil || !got.AIReplyAt.Equal(clock) || got.AIReplyProvenance == nil || *got.AIReplyProvenance != offlineBM25 {
+	if got.AIReply.Status != tickets.AIReplyPrepared || got.AIReply.Text != "Hello Writer, refunds take 5 days." ||
+		got.AIReply.CreatedAt == nil || !got.AIReply.CreatedAt.Equal(clock) || got.AIReply.Provenance == nil || *got.AIReply.Provenance != offlineBM25 {
 		t.Fatalf("message %+v", got)
 	}
 	want := []tickets.PromptDocument{{DocumentID: 7, Title: "Refunds", Content: "Refunds take 5 days.", Score: 0.8},
 		{DocumentID: 3, Title: "Returns", Content: "Send it back.", Score: 0.25}}
-	if !slices.Equal(got.AIReplyDocuments, want) {
-		t.Fatalf("documents %+v", got.AIReplyDocuments)
+	if !slices.Equal(got.AIReply.Documents, want) {
+		t.Fatalf("documents %+v", got.AIReply.Documents)
 	}
 	if evs := msgEvents(t, pool, contracts.EventMessageUpdated); len(evs) != 1 {
 		t.Fatalf("%d ticket.message.updated events", len(evs))
@@ -68,8 +68,8 @@ func TestSavePreparedReply(t *testing.T) {
 		t.Fatalf("second preparation: %v %v", saved, err)
 	}
 	again, _ := s.Message(ctx, tenantA, m.ID)
-	if again.AIReplyText != got.AIReplyText || len(msgEvents(t, pool, contracts.EventMessageUpdated)) != 1 {
-		t.Fatalf("the redelivery changed the reply: %q", again.AIReplyText)
+	if again.AIReply.Text != got.AIReply.Text || len(msgEvents(t, pool, contracts.EventMessageUpdated)) != 1 {
+		t.Fatalf("the redelivery changed the reply: %q", again.AIReply.Text)
 	}
 
 	// Sent: still kept, and the provenance stays for the report.
@@ -80,7 +80,7 @@ func TestSavePreparedReply(t *testing.T) {
 		t.Fatalf("after sending: %v %v", saved, err)
 	}
 	sent, _ := s.Message(ctx, tenantA, m.ID)
-	if sent.AIReplyStatus != tickets.AIReplySent || sent.AIReplyProvenance == nil {
+	if sent.AIReply.Status != tickets.AIReplySent || sent.AIReply.Provenance == nil {
 		t.Fatalf("sent message %+v", sent)
 	}
 
@@ -93,7 +93,7 @@ func TestSavePreparedReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	patched, _ := s.Message(ctx, tenantA, m2.ID)
-	if patched.AIReplyText != "Agent text" || patched.AIReplyProvenance != nil || patched.AIReplyDocuments != nil {
+	if patched.AIReply.Text != "Agent text" || patched.AIReply.Provenance != nil || patched.AIReply.Documents != nil {
 		t.Fatalf("patched %+v", patched)
 	}
 }
@@ -129,7 +129,7 @@ func TestSavePreparedReplyParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if saved.Load() != 1 || got.AIReplyStatus != tickets.AIReplyPrepared || !strings.HasPrefix(got.AIReplyText, "Reply ") {
+	if saved.Load() != 1 || got.AIReply.Status != tickets.AIReplyPrepared || !strings.HasPrefix(got.AIReply.Text, "Reply ") {
 		t.Fatalf("%d saved, message %+v", saved.Load(), got)
 	}
 	if evs := msgEvents(t, pool, contracts.EventMessageUpdated); len(evs) != 1 {

@@ -146,17 +146,17 @@ func scanMessage(row pgx.Row) (tickets.Message, error) {
 	var model string
 	var docs []promptDocumentRow
 	err := row.Scan(&m.ID, &m.CustomerID, &m.TicketID, &sender, &m.SenderAccountID, &m.Text,
-		&m.AIReplyText, &reply, &m.AIReplyAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt,
+		&m.AIReply.Text, &reply, &m.AIReply.CreatedAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt,
 		&mail, &deliveryStatus, &delivery.Attempts, &delivery.Error, &deliveryAt,
 		&m.TopicsSource, &engine, &model, &docs, &topics, &m.Attachments)
 	if engine != nil {
-		m.AIReplyProvenance = &assistant.Provenance{Engine: *engine, Model: model}
-		m.AIReplyDocuments = make([]tickets.PromptDocument, len(docs))
+		m.AIReply.Provenance = &assistant.Provenance{Engine: *engine, Model: model}
+		m.AIReply.Documents = make([]tickets.PromptDocument, len(docs))
 		for i, d := range docs {
-			m.AIReplyDocuments[i] = tickets.PromptDocument{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
+			m.AIReply.Documents[i] = tickets.PromptDocument{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
 		}
 	}
-	m.SenderType, m.AIReplyStatus, m.CustomFields = tickets.SenderType(sender), tickets.AIReplyStatus(reply), fields
+	m.SenderType, m.AIReply.Status, m.CustomFields = tickets.SenderType(sender), tickets.AIReplyStatus(reply), fields
 	if mail != nil {
 		m.Mail = mail.facts()
 	}

@@ -91,7 +91,7 @@ func TestMessageCreateAndList(t *testing.T) {
 	ctx := context.Background()
 	first := msgOpen(t, s, tenantA, "My parcel did not arrive")
 	if first.TicketID == 0 || first.SenderType != tickets.SenderEndUser || string(first.CustomFields) != `{"order": 7}` ||
-		first.AIReplyStatus != tickets.AIReplyNone || first.AIReplyText != "" || first.Topics != nil || first.Attachments != 0 {
+		first.AIReply.Status != tickets.AIReplyNone || first.AIReply.Text != "" || first.Topics != nil || first.Attachments != 0 {
 		t.Fatalf("first message %+v", first)
 	}
 	agent := int64(33)
@@ -220,8 +220,8 @@ func TestPatchMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Message(ctx, tenantA, m.ID)
-	if err != nil || got.Text != "The parcel never arrived, I have been waiting for a whole week" || got.AIReplyText != "We are sorry" ||
-		got.AIReplyStatus != tickets.AIReplyPrepared || got.AIReplyAt == nil || !got.AIReplyAt.Equal(clock) ||
+	if err != nil || got.Text != "The parcel never arrived, I have been waiting for a whole week" || got.AIReply.Text != "We are sorry" ||
+		got.AIReply.Status != tickets.AIReplyPrepared || got.AIReply.CreatedAt == nil || !got.AIReply.CreatedAt.Equal(clock) ||
 		string(got.CustomFields) != `{"tracking": "X1"}` {
 		t.Fatalf("patched %+v %v", got, err)
 	}
@@ -243,7 +243,7 @@ func TestPatchMessage(t *testing.T) {
 	if err := msgPatch(t, s, tenantA, m.ID, `{"aiReply":{"text":null}}`); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ = s.Message(ctx, tenantA, m.ID); got.AIReplyStatus != tickets.AIReplyNone || got.AIReplyText != "" || got.AIReplyAt != nil {
+	if got, _ = s.Message(ctx, tenantA, m.ID); got.AIReply.Status != tickets.AIReplyNone || got.AIReply.Text != "" || got.AIReply.CreatedAt != nil {
 		t.Fatalf("cleared %+v", got)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE ticket_messages SET ai_reply_text = 'x', ai_reply_status = 'sent' WHERE message_id = $1`, m.ID); err != nil {
@@ -566,7 +566,7 @@ func TestSendReply(t *testing.T) {
 		t.Fatalf("sent %+v %v", sent, err)
 	}
 	got, _ := s.Message(ctx, tenantA, m.ID)
-	if got.AIReplyStatus != tickets.AIReplySent || got.AIReplyText != "the answer" {
+	if got.AIReply.Status != tickets.AIReplySent || got.AIReply.Text != "the answer" {
 		t.Fatalf("reply %+v", got)
 	}
 	// An agent's message leaves the ticket's state alone.
@@ -585,7 +585,7 @@ func TestSendReply(t *testing.T) {
 	if _, err := sendReply(ctx, s, tenantA, m2.ID, tickets.ReplyInput{AccountID: 5, ModifiedAnswer: "my own"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ = s.Message(ctx, tenantA, m2.ID); got.AIReplyStatus != tickets.AIReplyModified || got.AIReplyText != "my own" || got.AIReplyAt == nil {
+	if got, _ = s.Message(ctx, tenantA, m2.ID); got.AIReply.Status != tickets.AIReplyModified || got.AIReply.Text != "my own" || got.AIReply.CreatedAt == nil {
 		t.Fatalf("modified %+v", got)
 	}
 	evs := msgEvents(t, pool, contracts.EventReplySent)

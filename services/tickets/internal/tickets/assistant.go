@@ -151,8 +151,8 @@ func (s *Messages) PromptDocuments(ctx context.Context, customerID, id int64) (P
 	if err != nil {
 		return PromptDocumentsResult{}, err
 	}
-	if m.AIReplyProvenance != nil {
-		return PromptDocumentsResult{Documents: slices.Clone(m.AIReplyDocuments), Provenance: *m.AIReplyProvenance, Stored: true}, nil
+	if m.AIReply.Provenance != nil {
+		return PromptDocumentsResult{Documents: slices.Clone(m.AIReply.Documents), Provenance: *m.AIReply.Provenance, Stored: true}, nil
 	}
 	out := PromptDocumentsResult{Documents: []PromptDocument{}}
 	var ranked []assistant.RankedDocument

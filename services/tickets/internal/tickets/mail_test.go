@@ -23,7 +23,7 @@ func (s *replyStore) MessageChannel(context.Context, int64, int64) (int64, error
 // SendReply decides for a message with a prepared reply in a ticket of the
 // store's channel.
 func (s *replyStore) SendReply(_ context.Context, _, _ int64, decide func(Message, Ticket) (ReplyPlan, error)) (Message, error) {
-	p, err := decide(Message{AIReplyStatus: AIReplyPrepared, AIReplyText: "Prepared."}, Ticket{ID: 9, ChannelID: s.channel})
+	p, err := decide(Message{AIReply: AIReply{Status: AIReplyPrepared, Text: "Prepared."}}, Ticket{ID: 9, ChannelID: s.channel})
 	s.got = &p
 	return Message{}, err
 }

@@ -60,27 +60,35 @@ type Message struct {
 	SenderAccountID *int64
 	Text            string
 	Topics          []MessageTopic
-	AIReplyText     string
-	AIReplyStatus   AIReplyStatus
-	AIReplyAt       *time.Time
-	// AIReplyProvenance is what prepared the reply (nil when the assistant
-	// did not: none, or written by an agent) and AIReplyDocuments the
-	// prompt documents it was grounded in.
-	AIReplyProvenance *assistant.Provenance
-	AIReplyDocuments  []PromptDocument
 	// TopicsSource says who set the topics: SourceManual, SourceAuto, or
 	// "" while the message never had any.
 	TopicsSource string
 	CustomFields json.RawMessage
 	IsEscalated  bool
 	Attachments  int
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	// AIReply is the reply prepared to the message.
+	AIReply AIReply
 	// Mail is the mail the message was made from (nil for other messages).
 	Mail *MailFacts
 	// Delivery is an agent reply's delivery by mail (nil when it is not
 	// delivered by mail).
-	Delivery  *Delivery
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Delivery *Delivery
+}
+
+// AIReply is the reply prepared to a message, by the assistant or an
+// agent, and what became of it.
+type AIReply struct {
+	Text   string
+	Status AIReplyStatus
+	// CreatedAt is when the reply was prepared (nil without one).
+	CreatedAt *time.Time
+	// Provenance is what prepared the reply (nil when the assistant did
+	// not: none, or written by an agent) and Documents the prompt
+	// documents it was grounded in.
+	Provenance *assistant.Provenance
+	Documents  []PromptDocument
 }
 
 // NewTicket is a ticket to insert, validated.

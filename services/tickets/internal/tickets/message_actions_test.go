@@ -9,7 +9,7 @@ import (
 
 func TestPlanReply(t *testing.T) {
 	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	prepared := Message{ID: 1, AIReplyStatus: AIReplyPrepared, AIReplyText: "Prepared."}
+	prepared := Message{ID: 1, AIReply: AIReply{Status: AIReplyPrepared, Text: "Prepared."}}
 	refs, err := NewRefs("0123456789abcdef0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestPlanReply(t *testing.T) {
 		{"the agent's own text", prepared, ReplyInput{ModifiedAnswer: "Mine.", AccountID: 5}, "", "Mine.", AIReplyModified, 5, false, false},
 		{"own text without a prepared reply", Message{ID: 1}, ReplyInput{ModifiedAnswer: "Mine."}, "", "Mine.", AIReplyModified, 0, false, false},
 		{"nothing to send", Message{ID: 1}, ReplyInput{AccountID: 5}, apperr.Conflict, "", "", 0, false, false},
-		{"sent already", Message{ID: 1, AIReplyStatus: AIReplySent, AIReplyText: "x"}, ReplyInput{ModifiedAnswer: "again"}, apperr.Conflict, "", "", 0, false, false},
+		{"sent already", Message{ID: 1, AIReply: AIReply{Status: AIReplySent, Text: "x"}}, ReplyInput{ModifiedAnswer: "again"}, apperr.Conflict, "", "", 0, false, false},
 		{"by mail in the ticket's e-mail channel", prepared, ReplyInput{AccountID: 5, EmailChannelID: 4, Refs: refs}, "", "Prepared.", AIReplySent, 5, true, true},
 		{"not by mail once the ticket moved channel", prepared, ReplyInput{AccountID: 5, EmailChannelID: 9}, "", "Prepared.", AIReplySent, 5, false, false},
 	} {

@@ -204,7 +204,7 @@ type ReplyInput struct {
 // 409, so a retried request never sends twice; so is a message without a
 // prepared reply when there is no modified answer.
 func ReplyToSend(m Message, modifiedAnswer string) (string, AIReplyStatus, error) {
-	switch m.AIReplyStatus {
+	switch m.AIReply.Status {
 	case AIReplySent, AIReplyModified:
 		return "", "", &apperr.Error{Code: apperr.Conflict, Message: "the reply to this message was already sent",
 			Fields: map[string]string{"aiReply": "was already sent"}}
@@ -212,12 +212,12 @@ func ReplyToSend(m Message, modifiedAnswer string) (string, AIReplyStatus, error
 	if modifiedAnswer != "" {
 		return modifiedAnswer, AIReplyModified, nil
 	}
-	if m.AIReplyStatus != AIReplyPrepared || m.AIReplyText == "" {
+	if m.AIReply.Status != AIReplyPrepared || m.AIReply.Text == "" {
 		return "", "", &apperr.Error{Code: apperr.Conflict,
 			Message: "the message has no prepared reply; send a modifiedAnswer",
 			Fields:  map[string]string{"modifiedAnswer": "is required when no reply is prepared"}}
 	}
-	return m.AIReplyText, AIReplySent, nil
+	return m.AIReply.Text, AIReplySent, nil
 }
 
 // SendReply sends the message's prepared reply or the modified answer as
@@ -459,21 +459,21 @@ type MessageChange struct {
 // Apply applies the patch to m (now dates a newly prepared reply). A
 // reply that was already sent or modified cannot be changed (409).
 func (p MessagePatch) Apply(m Message, now time.Time) (MessageChange, error) {
-	c := MessageChange{Text: m.Text, AIReplyText: m.AIReplyText, AIReplyStatus: m.AIReplyStatus, AIReplyAt: m.AIReplyAt,
+	c := MessageChange{Text: m.Text, AIReplyText: m.AIReply.Text, AIReplyStatus: m.AIReply.Status, AIReplyAt: m.AIReply.CreatedAt,
 		CustomFields: m.CustomFields}
 	if p.Text != nil && *p.Text != m.Text {
 		c.Text, c.TextChanged, c.Changed = *p.Text, true, true
 	}
 	if p.SetAIReply {
-		if m.AIReplyStatus == AIReplySent || m.AIReplyStatus == AIReplyModified {
+		if m.AIReply.Status == AIReplySent || m.AIReply.Status == AIReplyModified {
 			return c, &apperr.Error{Code: apperr.Conflict, Message: "the reply to this message was already sent",
 				Fields: map[string]string{"aiReply.text": "cannot change after the reply was sent"}}
 		}
 		if p.AIReplyText == nil {
-			if m.AIReplyStatus != AIReplyNone || m.AIReplyText != "" {
+			if m.AIReply.Status != AIReplyNone || m.AIReply.Text != "" {
 				c.AIReplyText, c.AIReplyStatus, c.AIReplyAt, c.Changed = "", AIReplyNone, nil, true
 			}
-		} else if *p.AIReplyText != m.AIReplyText || m.AIReplyStatus != AIReplyPrepared {
+		} else if *p.AIReplyText != m.AIReply.Text || m.AIReply.Status != AIReplyPrepared {
 			at := now
 			c.AIReplyText, c.AIReplyStatus, c.AIReplyAt, c.Changed = *p.AIReplyText, AIReplyPrepared, &at, true
 		}
@@ -493,7 +493,7 @@ func (p MessagePatch) Apply(m Message, now time.Time) (MessageChange, error) {
 	}
 	if c.Changed {
 		c.Language, c.SearchConfig = TextLanguage(c.Text)
-		c.ReplyByHand = c.AIReplyText != m.AIReplyText || c.AIReplyStatus != m.AIReplyStatus
+		c.ReplyByHand = c.AIReplyText != m.AIReply.Text || c.AIReplyStatus != m.AIReply.Status
 	}
 	return c, nil
 }

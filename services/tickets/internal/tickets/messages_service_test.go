@@ -138,9 +138,9 @@ func TestParseMessagePatch(t *testing.T) {
 func TestPatchApply(t *testing.T) {
 	now := time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)
 	earlier := now.Add(-time.Hour)
-	base := Message{Text: "hello", AIReplyStatus: AIReplyNone, CustomFields: json.RawMessage(`{"a":1,"b":2}`)}
+	base := Message{Text: "hello", AIReply: AIReply{Status: AIReplyNone}, CustomFields: json.RawMessage(`{"a":1,"b":2}`)}
 	prepared := base
-	prepared.AIReplyText, prepared.AIReplyStatus, prepared.AIReplyAt = "draft", AIReplyPrepared, &earlier
+	prepared.AIReply = AIReply{Text: "draft", Status: AIReplyPrepared, CreatedAt: &earlier}
 	tests := []struct {
 		name    string
 		m       Message
@@ -181,10 +181,10 @@ func TestPatchApply(t *testing.T) {
 			}
 		}},
 		{name: "clear no reply", m: base, patch: `{"aiReply":null}`},
-		{name: "pending reply prepared", m: Message{AIReplyStatus: AIReplyPending, CustomFields: json.RawMessage(`{}`)},
+		{name: "pending reply prepared", m: Message{AIReply: AIReply{Status: AIReplyPending}, CustomFields: json.RawMessage(`{}`)},
 			patch: `{"aiReply":{"text":"x"}}`, changed: true},
-		{name: "sent reply", m: Message{AIReplyText: "x", AIReplyStatus: AIReplySent}, patch: `{"aiReply":{"text":"y"}}`, code: apperr.Conflict},
-		{name: "modified reply cleared", m: Message{AIReplyText: "x", AIReplyStatus: AIReplyModified}, patch: `{"aiReply":null}`, code: apperr.Conflict},
+		{name: "sent reply", m: Message{AIReply: AIReply{Text: "x", Status: AIReplySent}}, patch: `{"aiReply":{"text":"y"}}`, code: apperr.Conflict},
+		{name: "modified reply cleared", m: Message{AIReply: AIReply{Text: "x", Status: AIReplyModified}}, patch: `{"aiReply":null}`, code: apperr.Conflict},
 		{name: "merge custom fields", m: base, patch: `{"customFieldsData":{"b":null,"c":{"d":true}}}`, changed: true,
 			check: func(t *testing.T, c MessageChange) {
 				if string(c.CustomFields) != `{"a":1,"c":{"d":true}}` {
@@ -247,14 +247,14 @@ func TestReplyToSend(t *testing.T) {
 		wantStatus AIReplyStatus
 		conflict   string // the field the 409 names
 	}{
-		{"prepared", Message{AIReplyText: "draft", AIReplyStatus: AIReplyPrepared}, "", "draft", AIReplySent, ""},
-		{"prepared, modified", Message{AIReplyText: "draft", AIReplyStatus: AIReplyPrepared}, "mine", "mine", AIReplyModified, ""},
-		{"none, modified", Message{AIReplyStatus: AIReplyNone}, "mine", "mine", AIReplyModified, ""},
-		{"none", Message{AIReplyStatus: AIReplyNone}, "", "", "", "modifiedAnswer"},
-		{"pending", Message{AIReplyStatus: AIReplyPending}, "", "", "", "modifiedAnswer"},
-		{"sent", Message{AIReplyText: "draft", AIReplyStatus: AIReplySent}, "", "", "", "aiReply"},
-		{"sent, modified", Message{AIReplyText: "draft", AIReplyStatus: AIReplySent}, "mine", "", "", "aiReply"},
-		{"modified", Message{AIReplyText: "mine", AIReplyStatus: AIReplyModified}, "", "", "", "aiReply"},
+		{"prepared", Message{AIReply: AIReply{Text: "draft", Status: AIReplyPrepared}}, "", "draft", AIReplySent, ""},
+		{"prepared, modified", Message{AIReply: AIReply{Text: "draft", Status: AIReplyPrepared}}, "mine", "mine", AIReplyModified, ""},
+		{"none, modified", Message{AIReply: AIReply{Status: AIReplyNone}}, "mine", "mine", AIReplyModified, ""},
+		{"none", Message{AIReply: AIReply{Status: AIReplyNone}}, "", "", "", "modifiedAnswer"},
+		{"pending", Message{AIReply: AIReply{Status: AIReplyPending}}, "", "", "", "modifiedAnswer"},
+		{"sent", Message{AIReply: AIReply{Text: "draft", Status: AIReplySent}}, "", "", "", "aiReply"},
+		{"sent, modified", Message{AIReply: AIReply{Text: "draft", Status: AIReplySent}}, "mine", "", "", "aiReply"},
+		{"modified", Message{AIReply: AIReply{Text: "mine", Status: AIReplyModified}}, "", "", "", "aiReply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -417,8 +417,8 @@ func TestPromptDocuments(t *testing.T) {
 		{name: "by relevance without a ranker, each once, at most PromptDocuments", message: withTopics, want: []int64{5, 3, 8}},
 		{name: "re-ranked", message: withTopics, ranker: &reverseRanker{}, want: []int64{9, 8, 5}},
 		{name: "what the prepared reply used", ranker: &reverseRanker{}, stored: true, want: []int64{7},
-			message: Message{Topics: withTopics.Topics, AIReplyProvenance: &assistant.Provenance{Engine: "offline", Model: "m"},
-				AIReplyDocuments: []PromptDocument{{DocumentID: 7, Title: "used", Score: 0.5}}}},
+			message: Message{Topics: withTopics.Topics, AIReply: AIReply{Provenance: &assistant.Provenance{Engine: "offline", Model: "m"},
+				Documents: []PromptDocument{{DocumentID: 7, Title: "used", Score: 0.5}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -131,7 +131,7 @@ func (w *Worker) HandleMessageCreated(ctx context.Context, ev contracts.Event[co
 			}
 		}
 	}
-	if m.AIReplyStatus != tickets.AIReplyNone && m.AIReplyStatus != tickets.AIReplyPending {
+	if m.AIReply.Status != tickets.AIReplyNone && m.AIReply.Status != tickets.AIReplyPending {
 		w.o.Metrics.done(KindReply, OutcomeKept)
 		return nil
 	}

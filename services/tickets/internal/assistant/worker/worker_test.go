@@ -374,19 +374,19 @@ func TestMessageCreatedDetectsAndPrepares(t *testing.T) {
 	e := newEnv(t, &fakeEngine{}, nil)
 	m := e.open(t, "Ada", "", "Hello, I sent the parcel back two weeks ago and my refund has still not arrived. Can you check it please?")
 
-	got := e.waitFor(t, m.ID, "reply prepared", func(m tickets.Message) bool { return m.AIReplyStatus == tickets.AIReplyPrepared })
+	got := e.waitFor(t, m.ID, "reply prepared", func(m tickets.Message) bool { return m.AIReply.Status == tickets.AIReplyPrepared })
 	if ids := topicIDs(got); !slices.Equal(ids, []int64{1, 2}) || got.TopicsSource != tickets.SourceAuto {
 		t.Fatalf("topics %v source %q", ids, got.TopicsSource)
 	}
-	if got.AIReplyText != "[en] Hello Ada, see Carriers." || got.AIReplyProvenance == nil || *got.AIReplyProvenance != fakeProvenance {
-		t.Fatalf("reply %q by %+v", got.AIReplyText, got.AIReplyProvenance)
+	if got.AIReply.Text != "[en] Hello Ada, see Carriers." || got.AIReply.Provenance == nil || *got.AIReply.Provenance != fakeProvenance {
+		t.Fatalf("reply %q by %+v", got.AIReply.Text, got.AIReply.Provenance)
 	}
 	var docIDs []int64
-	for _, d := range got.AIReplyDocuments {
+	for _, d := range got.AIReply.Documents {
 		docIDs = append(docIDs, d.DocumentID)
 	}
-	if !slices.Equal(docIDs, []int64{20, 11, 10}) || got.AIReplyDocuments[0].Title != "Carriers" || got.AIReplyDocuments[0].Score != 0.2 {
-		t.Fatalf("prompt documents %+v", got.AIReplyDocuments)
+	if !slices.Equal(docIDs, []int64{20, 11, 10}) || got.AIReply.Documents[0].Title != "Carriers" || got.AIReply.Documents[0].Score != 0.2 {
+		t.Fatalf("prompt documents %+v", got.AIReply.Documents)
 	}
 	// Detection saw every topic with its documents.
 	e.engine.mu.Lock()
@@ -419,16 +419,16 @@ func TestMessageCreatedDetectsAndPrepares(t *testing.T) {
 
 	// The end user's language is the reply's when the text tells none.
 	short := e.open(t, "Bea", "spa", "refund?")
-	got = e.waitFor(t, short.ID, "short reply", func(m tickets.Message) bool { return m.AIReplyStatus == tickets.AIReplyPrepared })
-	if !strings.HasPrefix(got.AIReplyText, "[es] Hello Bea") {
-		t.Fatalf("reply %q", got.AIReplyText)
+	got = e.waitFor(t, short.ID, "short reply", func(m tickets.Message) bool { return m.AIReply.Status == tickets.AIReplyPrepared })
+	if !strings.HasPrefix(got.AIReply.Text, "[es] Hello Bea") {
+		t.Fatalf("reply %q", got.AIReply.Text)
 	}
 
 	// No topic above the threshold: none assigned, no documents, no reply
 	// (the engine invents nothing).
 	none := e.open(t, "Cy", "", "I would like to talk to somebody about my account settings today.")
 	e.waitCount(t, worker.KindReply, worker.OutcomeNoReply, 1)
-	if got, _ := e.store.Message(context.Background(), customer, none.ID); len(got.Topics) != 0 || got.AIReplyStatus != tickets.AIReplyNone {
+	if got, _ := e.store.Message(context.Background(), customer, none.ID); len(got.Topics) != 0 || got.AIReply.Status != tickets.AIReplyNone {
 		t.Fatalf("message without a topic %+v", got)
 	}
 	if workCount(t, e.reg, worker.KindDetect, worker.OutcomeNoTopic) != 1 {
@@ -501,7 +501,7 @@ func TestDetectionRequested(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.waitFor(t, agent.ID, "detected", func(m tickets.Message) bool { return len(m.Topics) > 0 })
-	if !slices.Equal(topicIDs(got), []int64{1}) || got.TopicsSource != tickets.SourceAuto || got.AIReplyStatus != tickets.AIReplyNone {
+	if !slices.Equal(topicIDs(got), []int64{1}) || got.TopicsSource != tickets.SourceAuto || got.AIReply.Status != tickets.AIReplyNone {
 		t.Fatalf("agent message %+v", got)
 	}
 
@@ -524,7 +524,7 @@ func TestEngineErrorIsRedelivered(t *testing.T) {
 	engine := &fakeEngine{failReplies: 2}
 	e := newEnv(t, engine, []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond})
 	m := e.open(t, "Ada", "", "My refund did not arrive, where is it?")
-	got := e.waitFor(t, m.ID, "reply after failures", func(m tickets.Message) bool { return m.AIReplyStatus == tickets.AIReplyPrepared })
+	got := e.waitFor(t, m.ID, "reply after failures", func(m tickets.Message) bool { return m.AIReply.Status == tickets.AIReplyPrepared })
 	if engine.calls() != 3 || !slices.Equal(topicIDs(got), []int64{1}) {
 		t.Fatalf("%d reply calls, topics %v", engine.calls(), topicIDs(got))
 	}
