@@ -20,7 +20,6 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/outbox"
 	"supportplatform.dev/pkg/postgres"
-	"supportplatform.dev/services/tickets/internal/assistant"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
@@ -56,121 +55,6 @@ func scanTicket(row pgx.Row) (tickets.Ticket, error) {
 		&fields, &t.Token, &t.CreatedAt, &t.UpdatedAt, &t.Topics, &t.SearchConfig)
 	t.Status, t.CustomFields = tickets.Status(status), fields
 	return t, err
-}
-
-// messageScalarCols are a message's own columns (alias m): the mail a
-// message was made from as one JSON object (null for other messages, see
-// mailRow), and its delivery by mail.
-const messageScalarCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_type, m.sender_account_id, m.message,
-	coalesce(m.ai_reply_text, ''), m.ai_reply_status, m.ai_reply_at, m.custom_fields, m.is_escalated,
-	m.created_at, m.updated_at,
-	CASE WHEN m.mail_channel_id IS NOT NULL THEN jsonb_build_object('channelID', m.mail_channel_id,
-		'providerMessageID', m.provider_message_id, 'internetMessageID', m.internet_message_id,
-		'conversationID', m.conversation_id, 'inReplyTo', m.in_reply_to, 'fromName', m.mail_from_name,
-		'fromAddress', m.mail_from_address, 'to', m.mail_to, 'cc', m.mail_cc, 'subject', m.mail_subject,
-		'receivedAt', m.mail_received_at, 'html', m.body_html, 'truncated', m.mail_truncated,
-		'skipped', m.mail_skipped) END,
-	m.delivery_status, m.delivery_attempts, coalesce(m.delivery_error, ''), m.delivery_updated_at,
-	coalesce(m.topics_source, ''), m.ai_reply_engine, coalesce(m.ai_reply_model, ''), m.ai_reply_documents`
-
-// messageCols select a message aliased m, with its topics (by id) and the
-// number of its attachments.
-const messageCols = messageScalarCols + `,
-	coalesce((SELECT jsonb_agg(jsonb_build_object('id', mt.ticket_message_topic_id, 'topicID', mt.topic_id, 'name', n.name)
-		ORDER BY mt.ticket_message_topic_id) FROM message_topics mt
-		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
-		WHERE mt.message_id = m.message_id), '[]'),
-	(SELECT count(*) FROM attachments a WHERE a.message_id = m.message_id)`
-
-// newMessageCols return a message just inserted: it has no topics and no
-// attachments yet.
-const newMessageCols = messageScalarCols + `, '[]'::jsonb, 0::bigint`
-
-// promptDocumentRow is one of ai_reply_documents.
-type promptDocumentRow struct {
-	DocumentID int64   `json:"documentID"`
-	Title      string  `json:"title"`
-	Content    string  `json:"content"`
-	Score      float64 `json:"score"`
-}
-
-type topicRow struct {
-	ID      int64  `json:"id"`
-	TopicID int64  `json:"topicID"`
-	Name    string `json:"name"`
-}
-
-// mailRow is the JSON object messageScalarCols build of a message's mail
-// columns.
-type mailRow struct {
-	ChannelID         int64                       `json:"channelID"`
-	ProviderMessageID string                      `json:"providerMessageID"`
-	InternetMessageID *string                     `json:"internetMessageID"`
-	ConversationID    *string                     `json:"conversationID"`
-	InReplyTo         *string                     `json:"inReplyTo"`
-	FromName          *string                     `json:"fromName"`
-	FromAddress       *string                     `json:"fromAddress"`
-	To                []contracts.MailAddress     `json:"to"`
-	Cc                []contracts.MailAddress     `json:"cc"`
-	Subject           *string                     `json:"subject"`
-	ReceivedAt        time.Time                   `json:"receivedAt"`
-	HTML              *string                     `json:"html"`
-	Truncated         *bool                       `json:"truncated"`
-	Skipped           []tickets.SkippedAttachment `json:"skipped"`
-}
-
-func (r *mailRow) facts() *tickets.MailFacts {
-	s := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	return &tickets.MailFacts{ChannelID: r.ChannelID, ProviderMessageID: r.ProviderMessageID,
-		InternetMessageID: s(r.InternetMessageID), ConversationID: s(r.ConversationID), InReplyTo: s(r.InReplyTo),
-		From: contracts.MailAddress{Name: s(r.FromName), Address: s(r.FromAddress)}, To: r.To, Cc: r.Cc,
-		Subject: s(r.Subject), ReceivedAt: r.ReceivedAt, HTML: s(r.HTML), Truncated: r.Truncated != nil && *r.Truncated,
-		Skipped: r.Skipped}
-}
-
-func scanMessage(row pgx.Row) (tickets.Message, error) {
-	var m tickets.Message
-	var sender, reply string
-	var fields []byte
-	var topics []topicRow
-	var mail *mailRow
-	var delivery tickets.Delivery
-	var deliveryStatus *string
-	var deliveryAt *time.Time
-	var engine *string
-	var model string
-	var docs []promptDocumentRow
-	err := row.Scan(&m.ID, &m.CustomerID, &m.TicketID, &sender, &m.SenderAccountID, &m.Text,
-		&m.AIReply.Text, &reply, &m.AIReply.CreatedAt, &fields, &m.IsEscalated, &m.CreatedAt, &m.UpdatedAt,
-		&mail, &deliveryStatus, &delivery.Attempts, &delivery.Error, &deliveryAt,
-		&m.TopicsSource, &engine, &model, &docs, &topics, &m.Attachments)
-	if engine != nil {
-		m.AIReply.Provenance = &assistant.Provenance{Engine: *engine, Model: model}
-		m.AIReply.Documents = make([]tickets.PromptDocument, len(docs))
-		for i, d := range docs {
-			m.AIReply.Documents[i] = tickets.PromptDocument{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
-		}
-	}
-	m.SenderType, m.AIReply.Status, m.CustomFields = tickets.SenderType(sender), tickets.AIReplyStatus(reply), fields
-	if mail != nil {
-		m.Mail = mail.facts()
-	}
-	if deliveryStatus != nil {
-		delivery.Status = *deliveryStatus
-		if deliveryAt != nil {
-			delivery.UpdatedAt = *deliveryAt
-		}
-		m.Delivery = &delivery
-	}
-	for _, t := range topics {
-		m.Topics = append(m.Topics, tickets.MessageTopic{ID: t.ID, TopicID: t.TopicID, TopicName: t.Name})
-	}
-	return m, err
 }
 
 // newToken is a ticket's feedback credential: 256 random bits, URL-safe.
@@ -228,7 +112,7 @@ func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, 
 	t, cfg, now := p.Ticket, p.SearchConfig, p.Ticket.UpdatedAt
 	args := append([]any{t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now},
 		mailArgs(in.Mail)...)
-	m, err := scanMessage(tx.QueryRow(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
+	m, err := collectMessage(tx.Query(ctx, `INSERT INTO ticket_messages AS m (customer_id, ticket_id, sender_type,
 		sender_account_id, message, search_config, search, custom_fields, created_at, updated_at,
 		mail_channel_id, provider_message_id, internet_message_id, conversation_id, in_reply_to, mail_from_name,
 		mail_from_address, mail_to, mail_cc, mail_subject, mail_received_at, body_html, mail_truncated, mail_skipped)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -9,8 +10,145 @@ import (
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/postgres"
+	"supportplatform.dev/services/tickets/internal/assistant"
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
+
+// messageScalarCols are a message's own columns (alias m), named for
+// messageRow: the mail a message was made from as one JSON object (null for
+// other messages, see mailRow), and its delivery by mail.
+const messageScalarCols = `m.message_id, m.customer_id, m.ticket_id, m.sender_type, m.sender_account_id, m.message,
+	coalesce(m.ai_reply_text, '') AS ai_reply_text, m.ai_reply_status, m.ai_reply_at, m.ai_reply_engine,
+	coalesce(m.ai_reply_model, '') AS ai_reply_model, m.ai_reply_documents,
+	m.custom_fields, m.is_escalated, coalesce(m.topics_source, '') AS topics_source, m.created_at, m.updated_at,
+	CASE WHEN m.mail_channel_id IS NOT NULL THEN jsonb_build_object('channelID', m.mail_channel_id,
+		'providerMessageID', m.provider_message_id, 'internetMessageID', m.internet_message_id,
+		'conversationID', m.conversation_id, 'inReplyTo', m.in_reply_to, 'fromName', m.mail_from_name,
+		'fromAddress', m.mail_from_address, 'to', m.mail_to, 'cc', m.mail_cc, 'subject', m.mail_subject,
+		'receivedAt', m.mail_received_at, 'html', m.body_html, 'truncated', m.mail_truncated,
+		'skipped', m.mail_skipped) END AS mail,
+	m.delivery_status, m.delivery_attempts, coalesce(m.delivery_error, '') AS delivery_error, m.delivery_updated_at`
+
+// messageCols select a message aliased m, with its topics (by id) and the
+// number of its attachments.
+const messageCols = messageScalarCols + `,
+	coalesce((SELECT jsonb_agg(jsonb_build_object('id', mt.ticket_message_topic_id, 'topicID', mt.topic_id, 'name', n.name)
+		ORDER BY mt.ticket_message_topic_id) FROM message_topics mt
+		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
+		WHERE mt.message_id = m.message_id), '[]') AS topics,
+	(SELECT count(*) FROM attachments a WHERE a.message_id = m.message_id) AS attachments`
+
+// newMessageCols return a message just inserted: it has no topics and no
+// attachments yet.
+const newMessageCols = messageScalarCols + `, '[]'::jsonb AS topics, 0::bigint AS attachments`
+
+// messageRow is a row of messageCols.
+type messageRow struct {
+	ID                int64               `db:"message_id"`
+	CustomerID        int64               `db:"customer_id"`
+	TicketID          int64               `db:"ticket_id"`
+	SenderType        string              `db:"sender_type"`
+	SenderAccountID   *int64              `db:"sender_account_id"`
+	Text              string              `db:"message"`
+	AIReplyText       string              `db:"ai_reply_text"`
+	AIReplyStatus     string              `db:"ai_reply_status"`
+	AIReplyAt         *time.Time          `db:"ai_reply_at"`
+	AIReplyEngine     *string             `db:"ai_reply_engine"`
+	AIReplyModel      string              `db:"ai_reply_model"`
+	AIReplyDocuments  []promptDocumentRow `db:"ai_reply_documents"`
+	CustomFields      []byte              `db:"custom_fields"`
+	IsEscalated       bool                `db:"is_escalated"`
+	TopicsSource      string              `db:"topics_source"`
+	CreatedAt         time.Time           `db:"created_at"`
+	UpdatedAt         time.Time           `db:"updated_at"`
+	Mail              *mailRow            `db:"mail"`
+	DeliveryStatus    *string             `db:"delivery_status"`
+	DeliveryAttempts  int                 `db:"delivery_attempts"`
+	DeliveryError     string              `db:"delivery_error"`
+	DeliveryUpdatedAt *time.Time          `db:"delivery_updated_at"`
+	Topics            []topicRow          `db:"topics"`
+	Attachments       int                 `db:"attachments"`
+}
+
+// promptDocumentRow is one of ai_reply_documents.
+type promptDocumentRow struct {
+	DocumentID int64   `json:"documentID"`
+	Title      string  `json:"title"`
+	Content    string  `json:"content"`
+	Score      float64 `json:"score"`
+}
+
+type topicRow struct {
+	ID      int64  `json:"id"`
+	TopicID int64  `json:"topicID"`
+	Name    string `json:"name"`
+}
+
+// mailRow is the JSON object messageScalarCols build of a message's mail
+// columns.
+type mailRow struct {
+	ChannelID         int64                       `json:"channelID"`
+	ProviderMessageID string                      `json:"providerMessageID"`
+	InternetMessageID *string                     `json:"internetMessageID"`
+	ConversationID    *string                     `json:"conversationID"`
+	InReplyTo         *string                     `json:"inReplyTo"`
+	FromName          *string                     `json:"fromName"`
+	FromAddress       *string                     `json:"fromAddress"`
+	To                []contracts.MailAddress     `json:"to"`
+	Cc                []contracts.MailAddress     `json:"cc"`
+	Subject           *string                     `json:"subject"`
+	ReceivedAt        time.Time                   `json:"receivedAt"`
+	HTML              *string                     `json:"html"`
+	Truncated         *bool                       `json:"truncated"`
+	Skipped           []tickets.SkippedAttachment `json:"skipped"`
+}
+
+func (r *mailRow) facts() *tickets.MailFacts {
+	s := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return &tickets.MailFacts{ChannelID: r.ChannelID, ProviderMessageID: r.ProviderMessageID,
+		InternetMessageID: s(r.InternetMessageID), ConversationID: s(r.ConversationID), InReplyTo: s(r.InReplyTo),
+		From: contracts.MailAddress{Name: s(r.FromName), Address: s(r.FromAddress)}, To: r.To, Cc: r.Cc,
+		Subject: s(r.Subject), ReceivedAt: r.ReceivedAt, HTML: s(r.HTML), Truncated: r.Truncated != nil && *r.Truncated,
+		Skipped: r.Skipped}
+}
+
+func (r messageRow) message() tickets.Message {
+	m := tickets.Message{ID: r.ID, CustomerID: r.CustomerID, TicketID: r.TicketID, SenderType: tickets.SenderType(r.SenderType),
+		SenderAccountID: r.SenderAccountID, Text: r.Text, TopicsSource: r.TopicsSource, CustomFields: r.CustomFields,
+		IsEscalated: r.IsEscalated, Attachments: r.Attachments, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		AIReply: tickets.AIReply{Text: r.AIReplyText, Status: tickets.AIReplyStatus(r.AIReplyStatus), CreatedAt: r.AIReplyAt}}
+	if r.AIReplyEngine != nil {
+		m.AIReply.Provenance = &assistant.Provenance{Engine: *r.AIReplyEngine, Model: r.AIReplyModel}
+		m.AIReply.Documents = make([]tickets.PromptDocument, len(r.AIReplyDocuments))
+		for i, d := range r.AIReplyDocuments {
+			m.AIReply.Documents[i] = tickets.PromptDocument{DocumentID: d.DocumentID, Title: d.Title, Content: d.Content, Score: d.Score}
+		}
+	}
+	if r.Mail != nil {
+		m.Mail = r.Mail.facts()
+	}
+	if r.DeliveryStatus != nil {
+		m.Delivery = &tickets.Delivery{Status: *r.DeliveryStatus, Attempts: r.DeliveryAttempts, Error: r.DeliveryError}
+		if r.DeliveryUpdatedAt != nil {
+			m.Delivery.UpdatedAt = *r.DeliveryUpdatedAt
+		}
+	}
+	for _, t := range r.Topics {
+		m.Topics = append(m.Topics, tickets.MessageTopic{ID: t.ID, TopicID: t.TopicID, TopicName: t.Name})
+	}
+	return m
+}
+
+// collectMessage reads the one message a query of messageCols returns.
+func collectMessage(rows pgx.Rows, err error) (tickets.Message, error) {
+	r, err := collectOne[messageRow](rows, err)
+	return r.message(), err
+}
 
 // Every change of a message locks its ticket first and then the message
 // (lockMessage), the order insertMessage and the ticket changes use too, so
@@ -28,15 +166,21 @@ func (s *Store) ListMessages(ctx context.Context, customerID, ticketID int64, p 
 		return nil, 0, apperr.E(apperr.NotFound, "ticket not found")
 	}
 	const where = `WHERE m.customer_id = $1 AND m.ticket_id = $2`
-	return postgres.Page(ctx, s.db, "message",
-		`SELECT count(*) FROM ticket_messages m `+where,
-		`SELECT `+messageCols+` FROM ticket_messages m `+where+` ORDER BY m.created_at, m.message_id LIMIT $3 OFFSET $4`,
-		scanMessage, p, customerID, ticketID)
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM ticket_messages m `+where, customerID, ticketID).Scan(&total); err != nil {
+		return nil, 0, postgres.Error(err, "message")
+	}
+	if total == 0 || p.Offset() >= total {
+		return nil, total, nil
+	}
+	rows, err := collectAll[messageRow](s.db.Query(ctx, `SELECT `+messageCols+` FROM ticket_messages m `+where+`
+		ORDER BY m.created_at, m.message_id LIMIT $3 OFFSET $4`, customerID, ticketID, p.Size, p.Offset()))
+	return convert(rows, messageRow.message), total, postgres.Error(err, "message")
 }
 
 // Message returns a message of the customer.
 func (s *Store) Message(ctx context.Context, customerID, id int64) (tickets.Message, error) {
-	m, err := scanMessage(s.db.QueryRow(ctx, `SELECT `+messageCols+` FROM ticket_messages m
+	m, err := collectMessage(s.db.Query(ctx, `SELECT `+messageCols+` FROM ticket_messages m
 		WHERE m.customer_id = $1 AND m.message_id = $2`, customerID, id))
 	return m, postgres.Error(err, "message")
 }
@@ -57,7 +201,7 @@ func (s *Store) lockMessage(ctx context.Context, tx pgx.Tx, customerID, id int64
 	if err != nil {
 		return tickets.Message{}, t, err
 	}
-	m, err := scanMessage(tx.QueryRow(ctx, `SELECT `+messageCols+` FROM ticket_messages m
+	m, err := collectMessage(tx.Query(ctx, `SELECT `+messageCols+` FROM ticket_messages m
 		WHERE m.customer_id = $1 AND m.message_id = $2 FOR UPDATE OF m`, customerID, id))
 	return m, t, postgres.Error(err, "message")
 }
