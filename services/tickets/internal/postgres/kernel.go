@@ -30,33 +30,6 @@ func searchVector(cfg, text string) string {
 	return `(to_tsvector(` + cfg + `::regconfig, left(` + text + `, 100000)) || to_tsvector('simple', left(` + text + `, 100000)))`
 }
 
-// ticketScalarCols are a ticket's own columns (alias t).
-const ticketScalarCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.customer_rep_id, t.subject, t.status,
-	t.custom_fields, t.ticket_token, t.created_at, t.updated_at`
-
-// ticketCols select a ticket aliased t, with the sorted names of the topics
-// on its messages.
-const ticketCols = ticketScalarCols + `,
-	coalesce((SELECT array_agg(DISTINCT n.name ORDER BY n.name) FROM ticket_messages m
-		JOIN message_topics mt ON mt.message_id = m.message_id
-		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
-		WHERE m.ticket_id = t.ticket_id), '{}'), t.search_config::text`
-
-// ticketWriteCols select a ticket for a write, which never reads its topic
-// names (Topics is empty): a new ticket, or one locked for a change. The
-// names' three-table join stays off the write path.
-const ticketWriteCols = ticketScalarCols + `, '{}'::text[], t.search_config::text`
-
-func scanTicket(row pgx.Row) (tickets.Ticket, error) {
-	var t tickets.Ticket
-	var status string
-	var fields []byte
-	err := row.Scan(&t.ID, &t.CustomerID, &t.ChannelID, &t.EndUserID, &t.CustomerRepID, &t.Subject, &status,
-		&fields, &t.Token, &t.CreatedAt, &t.UpdatedAt, &t.Topics, &t.SearchConfig)
-	t.Status, t.CustomFields = tickets.Status(status), fields
-	return t, err
-}
-
 // newToken is a ticket's feedback credential: 256 random bits, URL-safe.
 func newToken() (string, error) {
 	b := make([]byte, 32)
@@ -83,7 +56,7 @@ func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, i
 	}
 	_, cfg := tickets.TextLanguage(in.Subject)
 	now := s.now()
-	t, err := scanTicket(tx.QueryRow(ctx, `INSERT INTO tickets AS t (customer_id, channel_id, end_user_id, customer_rep_id,
+	t, err := collectTicket(tx.Query(ctx, `INSERT INTO tickets AS t (customer_id, channel_id, end_user_id, customer_rep_id,
 		subject, status, custom_fields, ticket_token, search, search_config, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+searchVector("$9", "$5")+`, $9::regconfig, $10, $10) RETURNING `+ticketWriteCols,
 		customerID, in.ChannelID, in.EndUserID, in.CustomerRepID, in.Subject, string(in.Status), []byte(in.CustomFields),
@@ -96,7 +69,7 @@ func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, i
 
 // lockTicket reads the customer's ticket and locks it for the transaction.
 func (s *Store) lockTicket(ctx context.Context, tx pgx.Tx, customerID, id int64) (tickets.Ticket, error) {
-	t, err := scanTicket(tx.QueryRow(ctx, `SELECT `+ticketWriteCols+` FROM tickets t
+	t, err := collectTicket(tx.Query(ctx, `SELECT `+ticketWriteCols+` FROM tickets t
 		WHERE t.customer_id = $1 AND t.ticket_id = $2 FOR UPDATE OF t`, customerID, id))
 	return t, postgres.Error(err, "ticket")
 }

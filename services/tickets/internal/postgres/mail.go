@@ -194,12 +194,12 @@ func (s *Store) mailThread(ctx context.Context, tx pgx.Tx, in tickets.MailImport
 	if len(ids) == 0 {
 		return th, nil
 	}
-	locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketWriteCols+` FROM tickets t
-		WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`,
-		scanTicket, in.CustomerID, ids)
+	rows, err := collectAll[ticketRow](tx.Query(ctx, `SELECT `+ticketWriteCols+` FROM tickets t
+		WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`, in.CustomerID, ids))
 	if err != nil {
-		return th, err
+		return th, postgres.Error(err, "ticket")
 	}
+	locked := convert(rows, ticketRow.ticket)
 	found := func(id int64) *tickets.Ticket {
 		for i := range locked {
 			if locked[i].ID == id {

@@ -19,20 +19,59 @@ import (
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
+// ticketScalarCols are a ticket's own columns (alias t), named for
+// ticketRow.
+const ticketScalarCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.customer_rep_id, t.subject, t.status,
+	t.custom_fields, t.ticket_token, t.search_config::text AS search_config, t.created_at, t.updated_at`
+
+// ticketCols select a ticket aliased t, with the sorted names of the topics
+// on its messages.
+const ticketCols = ticketScalarCols + `,
+	coalesce((SELECT array_agg(DISTINCT n.name ORDER BY n.name) FROM ticket_messages m
+		JOIN message_topics mt ON mt.message_id = m.message_id
+		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
+		WHERE m.ticket_id = t.ticket_id), '{}') AS topics`
+
+// ticketWriteCols select a ticket for a write, which never reads its topic
+// names (Topics is empty): a new ticket, or one locked for a change. The
+// names' three-table join stays off the write path.
+const ticketWriteCols = ticketScalarCols + `, '{}'::text[] AS topics`
+
+// ticketRow is a row of ticketCols.
+type ticketRow struct {
+	ID            int64     `db:"ticket_id"`
+	CustomerID    int64     `db:"customer_id"`
+	ChannelID     int64     `db:"channel_id"`
+	EndUserID     int64     `db:"end_user_id"`
+	CustomerRepID *int64    `db:"customer_rep_id"`
+	Subject       string    `db:"subject"`
+	Status        string    `db:"status"`
+	CustomFields  []byte    `db:"custom_fields"`
+	Token         string    `db:"ticket_token"`
+	SearchConfig  string    `db:"search_config"`
+	CreatedAt     time.Time `db:"created_at"`
+	UpdatedAt     time.Time `db:"updated_at"`
+	Topics        []string  `db:"topics"`
+}
+
+func (r ticketRow) ticket() tickets.Ticket {
+	return tickets.Ticket{ID: r.ID, CustomerID: r.CustomerID, ChannelID: r.ChannelID, EndUserID: r.EndUserID,
+		CustomerRepID: r.CustomerRepID, Subject: r.Subject, Status: tickets.Status(r.Status), Topics: r.Topics,
+		CustomFields: r.CustomFields, Token: r.Token, SearchConfig: r.SearchConfig, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// collectTicket reads the one ticket a query of ticketCols (or
+// ticketWriteCols) returns.
+func collectTicket(rows pgx.Rows, err error) (tickets.Ticket, error) {
+	r, err := collectOne[ticketRow](rows, err)
+	return r.ticket(), err
+}
+
 // feedbackCol selects the escalation comments of the ticket aliased t, as a
 // JSON array, oldest first.
 const feedbackCol = `coalesce((SELECT jsonb_agg(jsonb_build_object('messageID', f.message_id, 'comment', f.comment,
 		'email', f.email, 'dateCreated', f.created_at) ORDER BY f.created_at, f.comment_id)
-	FROM feedback_comments f WHERE f.ticket_id = t.ticket_id AND f.customer_id = t.customer_id), '[]')`
-
-// withExtra scans the row's leading columns through scan and the rest
-// into extra.
-type withExtra struct {
-	pgx.Row
-	extra []any
-}
-
-func (r withExtra) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
+	FROM feedback_comments f WHERE f.ticket_id = t.ticket_id AND f.customer_id = t.customer_id), '[]') AS feedback_comments`
 
 type feedbackRow struct {
 	MessageID   int64     `json:"messageID"`
@@ -41,16 +80,19 @@ type feedbackRow struct {
 	DateCreated time.Time `json:"dateCreated"`
 }
 
-// scanTicketDetails scans ticketCols followed by feedbackCol.
-func scanTicketDetails(row pgx.Row) (tickets.TicketDetails, error) {
-	var fb []feedbackRow
-	t, err := scanTicket(withExtra{Row: row, extra: []any{&fb}})
-	d := tickets.TicketDetails{Ticket: t, FeedbackComments: []tickets.FeedbackComment{}}
-	for _, f := range fb {
+// ticketDetailsRow is a row of ticketCols followed by feedbackCol.
+type ticketDetailsRow struct {
+	ticketRow
+	FeedbackComments []feedbackRow `db:"feedback_comments"`
+}
+
+func (r ticketDetailsRow) details() tickets.TicketDetails {
+	d := tickets.TicketDetails{Ticket: r.ticket(), FeedbackComments: []tickets.FeedbackComment{}}
+	for _, f := range r.FeedbackComments {
 		d.FeedbackComments = append(d.FeedbackComments, tickets.FeedbackComment{MessageID: f.MessageID, Comment: f.Comment,
 			Email: f.Email, CreatedAt: f.DateCreated})
 	}
-	return d, err
+	return d
 }
 
 // ticketOrder is the whitelist of ORDER BY clauses: each is served by an
@@ -206,10 +248,11 @@ func (s *Store) ListTickets(ctx context.Context, customerID int64, f tickets.Tic
 	// PostgreSQL keeps one generic plan for it, while the id query (simple
 	// to plan) gets a plan for its own LIMIT and OFFSET. Planning the two in
 	// one statement cost more than running them.
-	found, err := postgres.Collect(ctx, s.db, "ticket", pageDetailsSQL, scanTicketDetails, customerID, ids)
+	rows, err := collectAll[ticketDetailsRow](s.db.Query(ctx, pageDetailsSQL, customerID, ids))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, postgres.Error(err, "ticket")
 	}
+	found := convert(rows, ticketDetailsRow.details)
 	byID := make(map[int64]tickets.TicketDetails, len(found))
 	for _, d := range found {
 		byID[d.ID] = d
@@ -230,9 +273,9 @@ const pageDetailsSQL = `SELECT ` + ticketCols + `, ` + feedbackCol + ` FROM tick
 
 // TicketDetails returns a ticket of the customer with its feedback.
 func (s *Store) TicketDetails(ctx context.Context, customerID, id int64) (tickets.TicketDetails, error) {
-	d, err := scanTicketDetails(s.db.QueryRow(ctx, `SELECT `+ticketCols+`, `+feedbackCol+` FROM tickets t
+	r, err := collectOne[ticketDetailsRow](s.db.Query(ctx, `SELECT `+ticketCols+`, `+feedbackCol+` FROM tickets t
 		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, id))
-	return d, postgres.Error(err, "ticket")
+	return r.details(), postgres.Error(err, "ticket")
 }
 
 // CreateTicket inserts a ticket (ticket.created).
@@ -320,12 +363,12 @@ func (s *Store) DeleteTicket(ctx context.Context, customerID, id int64) error {
 func (s *Store) BulkUpdateTickets(ctx context.Context, customerID int64, ids []int64,
 	change func([]tickets.Ticket) ([]tickets.TicketChange, error)) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		locked, err := postgres.Collect(ctx, tx, "ticket", `SELECT `+ticketWriteCols+` FROM tickets t
-			WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`,
-			scanTicket, customerID, ids)
+		rows, err := collectAll[ticketRow](tx.Query(ctx, `SELECT `+ticketWriteCols+` FROM tickets t
+			WHERE t.customer_id = $1 AND t.ticket_id = ANY($2) ORDER BY t.ticket_id FOR UPDATE OF t`, customerID, ids))
 		if err != nil {
-			return err
+			return postgres.Error(err, "ticket")
 		}
+		locked := convert(rows, ticketRow.ticket)
 		if len(locked) != len(ids) {
 			found := make(map[int64]bool, len(locked))
 			for _, t := range locked {
@@ -387,19 +430,25 @@ const (
 // sender and the first 20,000 characters of the text of at most 500
 // messages).
 func (s *Store) Conversation(ctx context.Context, customerID, id int64) (tickets.Ticket, []tickets.Message, error) {
-	t, err := scanTicket(s.db.QueryRow(ctx, `SELECT `+ticketCols+` FROM tickets t
+	t, err := collectTicket(s.db.Query(ctx, `SELECT `+ticketCols+` FROM tickets t
 		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, id))
 	if err != nil {
 		return t, nil, postgres.Error(err, "ticket")
 	}
-	msgs, err := postgres.Collect(ctx, s.db, "message", `SELECT message_id, sender_type, left(message, $3), created_at
+	rows, err := collectAll[turnRow](s.db.Query(ctx, `SELECT message_id, sender_type, left(message, $3) AS message, created_at
 		FROM ticket_messages WHERE customer_id = $1 AND ticket_id = $2 ORDER BY created_at, message_id LIMIT $4`,
-		func(row pgx.Row) (tickets.Message, error) {
-			m := tickets.Message{CustomerID: customerID, TicketID: id}
-			var sender string
-			err := row.Scan(&m.ID, &sender, &m.Text, &m.CreatedAt)
-			m.SenderType = tickets.SenderType(sender)
-			return m, err
-		}, customerID, id, conversationChars, conversationMessages)
-	return t, msgs, err
+		customerID, id, conversationChars, conversationMessages))
+	msgs := convert(rows, func(r turnRow) tickets.Message {
+		return tickets.Message{ID: r.ID, CustomerID: customerID, TicketID: id, SenderType: tickets.SenderType(r.SenderType),
+			Text: r.Text, CreatedAt: r.CreatedAt}
+	})
+	return t, msgs, postgres.Error(err, "message")
+}
+
+// turnRow is a message of a conversation.
+type turnRow struct {
+	ID         int64     `db:"message_id"`
+	SenderType string    `db:"sender_type"`
+	Text       string    `db:"message"`
+	CreatedAt  time.Time `db:"created_at"`
 }
