@@ -13,12 +13,25 @@ import (
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
+// attachmentCols are an attachment's columns, named for attachmentRow.
 const attachmentCols = `attachment_id, customer_id, message_id, file_name, content_type, size, sha256, object_key, created_at`
 
-func scanAttachment(row pgx.Row) (tickets.Attachment, error) {
-	var a tickets.Attachment
-	err := row.Scan(&a.ID, &a.CustomerID, &a.MessageID, &a.FileName, &a.ContentType, &a.Size, &a.SHA256, &a.Key, &a.CreatedAt)
-	return a, err
+// attachmentRow is a row of attachmentCols.
+type attachmentRow struct {
+	ID          int64     `db:"attachment_id"`
+	CustomerID  int64     `db:"customer_id"`
+	MessageID   int64     `db:"message_id"`
+	FileName    string    `db:"file_name"`
+	ContentType string    `db:"content_type"`
+	Size        int64     `db:"size"`
+	SHA256      string    `db:"sha256"`
+	Key         string    `db:"object_key"`
+	CreatedAt   time.Time `db:"created_at"`
+}
+
+func (r attachmentRow) attachment() tickets.Attachment {
+	return tickets.Attachment{ID: r.ID, CustomerID: r.CustomerID, MessageID: r.MessageID, FileName: r.FileName,
+		ContentType: r.ContentType, Size: r.Size, SHA256: r.SHA256, Key: r.Key, CreatedAt: r.CreatedAt}
 }
 
 func messageNotFound() error { return apperr.E(apperr.NotFound, "message not found") }
@@ -87,9 +100,9 @@ func (s *Store) Attachments(ctx context.Context, customerID, messageID int64) ([
 		if !exists {
 			return messageNotFound()
 		}
-		var err error
-		out, err = postgres.Collect(ctx, tx, "attachment", `SELECT `+attachmentCols+` FROM attachments
-			WHERE customer_id = $1 AND message_id = $2 ORDER BY created_at, attachment_id`, scanAttachment, customerID, messageID)
+		rows, err := collectAll[attachmentRow](tx.Query(ctx, `SELECT `+attachmentCols+` FROM attachments
+			WHERE customer_id = $1 AND message_id = $2 ORDER BY created_at, attachment_id`, customerID, messageID))
+		out = convert(rows, attachmentRow.attachment)
 		return err
 	})
 	return out, postgres.Error(err, "attachment")
@@ -97,9 +110,9 @@ func (s *Store) Attachments(ctx context.Context, customerID, messageID int64) ([
 
 // Attachment returns one attachment of the customer's message.
 func (s *Store) Attachment(ctx context.Context, customerID, messageID, id int64) (tickets.Attachment, error) {
-	a, err := scanAttachment(s.db.QueryRow(ctx, `SELECT `+attachmentCols+` FROM attachments
+	r, err := collectOne[attachmentRow](s.db.Query(ctx, `SELECT `+attachmentCols+` FROM attachments
 		WHERE customer_id = $1 AND message_id = $2 AND attachment_id = $3`, customerID, messageID, id))
-	return a, postgres.Error(err, "attachment")
+	return r.attachment(), postgres.Error(err, "attachment")
 }
 
 // DeleteAttachment deletes one attachment of the customer's message; the

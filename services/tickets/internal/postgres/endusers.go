@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,15 +16,32 @@ import (
 	"supportplatform.dev/services/tickets/internal/tickets"
 )
 
-const endUserCols = `end_user_id, customer_id, name, coalesce(email, ''), coalesce(phone, ''), coalesce(language, ''),
-	custom_fields, created_at, updated_at`
+// endUserCols are an end user's columns, named for endUserRow.
+const endUserCols = `end_user_id, customer_id, name, coalesce(email, '') AS email, coalesce(phone, '') AS phone,
+	coalesce(language, '') AS language, custom_fields, created_at, updated_at`
 
-func scanEndUser(row pgx.Row) (tickets.EndUser, error) {
-	var u tickets.EndUser
-	var fields []byte
-	err := row.Scan(&u.ID, &u.CustomerID, &u.Name, &u.Email, &u.Phone, &u.Language, &fields, &u.CreatedAt, &u.UpdatedAt)
-	u.CustomFields = fields
-	return u, err
+// endUserRow is a row of endUserCols.
+type endUserRow struct {
+	ID           int64     `db:"end_user_id"`
+	CustomerID   int64     `db:"customer_id"`
+	Name         string    `db:"name"`
+	Email        string    `db:"email"`
+	Phone        string    `db:"phone"`
+	Language     string    `db:"language"`
+	CustomFields []byte    `db:"custom_fields"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
+}
+
+func (r endUserRow) endUser() tickets.EndUser {
+	return tickets.EndUser{ID: r.ID, CustomerID: r.CustomerID, Name: r.Name, Email: r.Email, Phone: r.Phone,
+		Language: r.Language, CustomFields: r.CustomFields, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// collectEndUser reads the one end user a query of endUserCols returns.
+func collectEndUser(rows pgx.Rows, err error) (tickets.EndUser, error) {
+	r, err := collectOne[endUserRow](rows, err)
+	return r.endUser(), err
 }
 
 func nullText(s string) *string {
@@ -77,7 +95,7 @@ func (s *Store) changeEndUser(ctx context.Context, eventType, sql string, args .
 	var u tickets.EndUser
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if u, err = scanEndUser(tx.QueryRow(ctx, sql, args...)); err != nil {
+		if u, err = collectEndUser(tx.Query(ctx, sql, args...)); err != nil {
 			return err
 		}
 		return s.addEndUserEvent(ctx, tx, eventType, u)
@@ -90,15 +108,16 @@ func (s *Store) ListEndUsers(ctx context.Context, customerID int64, f tickets.En
 	const where = `WHERE customer_id = $1 AND ($2 = '' OR email = lower($2))
 		AND ($3 = '' OR strpos(lower(name), lower($3)) > 0 OR strpos(coalesce(email, ''), lower($3)) > 0
 			OR strpos(lower(coalesce(phone, '')), lower($3)) > 0)`
-	return postgres.Page(ctx, s.db, "end user",
+	rows, total, err := page[endUserRow](ctx, s.db, "end user",
 		`SELECT count(*) FROM end_users `+where,
 		`SELECT `+endUserCols+` FROM end_users `+where+` ORDER BY `+endUserOrder(f.Sort)+` LIMIT $4 OFFSET $5`,
-		scanEndUser, p, customerID, f.Email, f.Q)
+		p, customerID, f.Email, f.Q)
+	return convert(rows, endUserRow.endUser), total, err
 }
 
 // EndUser returns an end user of the customer.
 func (s *Store) EndUser(ctx context.Context, customerID, id int64) (tickets.EndUser, error) {
-	u, err := scanEndUser(s.db.QueryRow(ctx, `SELECT `+endUserCols+` FROM end_users
+	u, err := collectEndUser(s.db.Query(ctx, `SELECT `+endUserCols+` FROM end_users
 		WHERE customer_id = $1 AND end_user_id = $2`, customerID, id))
 	return u, postgres.Error(err, "end user")
 }

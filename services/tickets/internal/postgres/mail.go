@@ -129,7 +129,7 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 // once end with one end user: the second INSERT waits for the first and
 // does nothing, and the SELECT after it sees the committed row.
 func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, sender contracts.MailAddress) (tickets.EndUser, error) {
-	u, err := scanEndUser(tx.QueryRow(ctx, `INSERT INTO end_users (customer_id, name, email, custom_fields)
+	u, err := collectEndUser(tx.Query(ctx, `INSERT INTO end_users (customer_id, name, email, custom_fields)
 		VALUES ($1, $2, $3, '{}') ON CONFLICT (customer_id, email) WHERE email IS NOT NULL DO NOTHING
 		RETURNING `+endUserCols, customerID, sender.Name, sender.Address))
 	if err == nil {
@@ -138,7 +138,7 @@ func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, se
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return u, endUserError(err)
 	}
-	u, err = scanEndUser(tx.QueryRow(ctx, `SELECT `+endUserCols+` FROM end_users WHERE customer_id = $1 AND email = $2`,
+	u, err = collectEndUser(tx.Query(ctx, `SELECT `+endUserCols+` FROM end_users WHERE customer_id = $1 AND email = $2`,
 		customerID, sender.Address))
 	return u, postgres.Error(err, "end user")
 }
@@ -261,13 +261,14 @@ func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, mes
 		// The sweeper has deleted (or is deleting) the bytes.
 		return nil, apperr.E(apperr.Unavailable, "the upload took too long; send it again")
 	}
-	out, err := postgres.Collect(ctx, tx, "attachment", `INSERT INTO attachments (customer_id, message_id, file_name,
+	rows, err := collectAll[attachmentRow](tx.Query(ctx, `INSERT INTO attachments (customer_id, message_id, file_name,
 		content_type, size, sha256, object_key, created_at)
 		SELECT $1, $2, f, c, n, h, k, $8 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[]) AS u(f, c, n, h, k)
-		RETURNING `+attachmentCols, scanAttachment, customerID, messageID, names, types, sizes, sums, keys, s.now())
+		RETURNING `+attachmentCols, customerID, messageID, names, types, sizes, sums, keys, s.now()))
 	if err != nil {
-		return nil, err
+		return nil, postgres.Error(err, "attachment")
 	}
+	out := convert(rows, attachmentRow.attachment)
 	var used int64
 	if err := tx.QueryRow(ctx, `SELECT bytes FROM attachment_usage WHERE customer_id = $1`, customerID).Scan(&used); err != nil {
 		return nil, err

@@ -166,16 +166,11 @@ func (s *Store) ListMessages(ctx context.Context, customerID, ticketID int64, p 
 		return nil, 0, apperr.E(apperr.NotFound, "ticket not found")
 	}
 	const where = `WHERE m.customer_id = $1 AND m.ticket_id = $2`
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM ticket_messages m `+where, customerID, ticketID).Scan(&total); err != nil {
-		return nil, 0, postgres.Error(err, "message")
-	}
-	if total == 0 || p.Offset() >= total {
-		return nil, total, nil
-	}
-	rows, err := collectAll[messageRow](s.db.Query(ctx, `SELECT `+messageCols+` FROM ticket_messages m `+where+`
-		ORDER BY m.created_at, m.message_id LIMIT $3 OFFSET $4`, customerID, ticketID, p.Size, p.Offset()))
-	return convert(rows, messageRow.message), total, postgres.Error(err, "message")
+	rows, total, err := page[messageRow](ctx, s.db, "message",
+		`SELECT count(*) FROM ticket_messages m `+where,
+		`SELECT `+messageCols+` FROM ticket_messages m `+where+` ORDER BY m.created_at, m.message_id LIMIT $3 OFFSET $4`,
+		p, customerID, ticketID)
+	return convert(rows, messageRow.message), total, err
 }
 
 // Message returns a message of the customer.

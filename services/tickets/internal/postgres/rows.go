@@ -4,7 +4,14 @@ package postgres
 // columns (aliases for computed ones) of a row struct's db tags, and
 // pgx.RowToStructByName fails when a column and a field do not match.
 
-import "github.com/jackc/pgx/v5"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"supportplatform.dev/pkg/paging"
+	"supportplatform.dev/pkg/postgres"
+)
 
 // collectOne reads the one row a query returns into R by name
 // (pgx.ErrNoRows without one). It takes Query's results as they are:
@@ -25,9 +32,10 @@ func collectAll[R any](rows pgx.Rows, err error) ([]R, error) {
 	return pgx.CollectRows(rows, pgx.RowToStructByName[R])
 }
 
-// convert maps rows to what they hold.
+// convert maps rows to what they hold: nil without rows, as
+// postgres.Collect returns.
 func convert[R, T any](rows []R, to func(R) T) []T {
-	if rows == nil {
+	if len(rows) == 0 {
 		return nil
 	}
 	out := make([]T, len(rows))
@@ -35,4 +43,20 @@ func convert[R, T any](rows []R, to func(R) T) []T {
 		out[i] = to(r)
 	}
 	return out
+}
+
+// page runs a count and a page query with the same filter arguments, as
+// postgres.Page does, reading the page's rows into R by name; the page
+// query gets LIMIT and OFFSET as its last two parameters. what names the
+// records in errors.
+func page[R any](ctx context.Context, q postgres.Querier, what, countSQL, pageSQL string, p paging.Page, args ...any) ([]R, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
+		return nil, 0, postgres.Error(err, what)
+	}
+	if total == 0 || p.Offset() >= total {
+		return nil, total, nil
+	}
+	rows, err := collectAll[R](q.Query(ctx, pageSQL, append(args, p.Size, p.Offset())...))
+	return rows, total, postgres.Error(err, what)
 }
