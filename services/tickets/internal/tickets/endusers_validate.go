@@ -13,7 +13,6 @@ import (
 // Bounds of the end-user fields.
 const (
 	MaxNameLen  = 200 // characters
-	MaxEmailLen = 320 // bytes
 	MaxPhoneLen = 40  // characters
 	// MaxQueryLen bounds the q and email filters.
 	MaxQueryLen = 320

@@ -67,10 +67,6 @@ func (m *Metrics) instrument(e assistant.Engine) assistant.Engine {
 	return timed{e: e, m: m}
 }
 
-// Instrument returns e with its calls timed in m (for the engine of the
-// API process); nil m returns e.
-func Instrument(e assistant.Engine, m *Metrics) assistant.Engine { return m.instrument(e) }
-
 type timed struct {
 	e assistant.Engine
 	m *Metrics
