@@ -18,14 +18,19 @@ const (
 	MaxMessageLen = 200_000
 )
 
-// Lookups are what the tickets context asks other services (package
-// lookup implements them over NATS).
-type Lookups interface {
+// ChannelLookup asks the mail context for a channel (package lookup
+// implements it over NATS): what ValidateTicket needs.
+type ChannelLookup interface {
 	Channel(ctx context.Context, customerID, channelID int64) (contracts.ChannelReply, error)
+}
+
+// Lookups are what Messages asks other services (package lookup implements
+// them over NATS): channels, topics and their actions and documents.
+type Lookups interface {
+	ChannelLookup
 	TopicNames(ctx context.Context, customerID int64, ids []int64) (map[int64]string, error)
 	TopicActions(ctx context.Context, customerID, topicID int64) ([]contracts.LinkedAction, error)
-	Accounts(ctx context.Context, customerID int64, ids ...int64) ([]contracts.AccountSummary, error)
-	TopicDocuments(ctx context.Context, customerID int64, topicIDs []int64, limit int) ([]contracts.LinkedDocument, error)
+	DocumentLookups
 }
 
 // TicketInput is a ticket as a client sends it: POST /api/Tickets, or the
@@ -41,7 +46,7 @@ type TicketInput struct {
 // ValidateTicket checks a new ticket's fields and that its channel is a live
 // channel of the customer. Whether the end user is the customer's is the
 // store's check (a foreign key), a 400 on endUserID too.
-func ValidateTicket(ctx context.Context, look Lookups, customerID int64, in TicketInput) (NewTicket, error) {
+func ValidateTicket(ctx context.Context, look ChannelLookup, customerID int64, in TicketInput) (NewTicket, error) {
 	var v apperr.Validation
 	out := NewTicket{ChannelID: in.ChannelID, EndUserID: in.EndUserID, Subject: strings.TrimSpace(in.Subject), Status: StatusOpen}
 	textfield.Line(&v, "subject", out.Subject, true, MaxSubjectLen)

@@ -70,7 +70,6 @@ func TestParseStatusAndSender(t *testing.T) {
 // channelLookups answers channel lookups from a map (the NATS client is tested
 // end to end).
 type channelLookups struct {
-	Lookups
 	channels map[int64]contracts.ChannelReply
 	err      error
 }

@@ -11,6 +11,7 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
+	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/paging"
 	"supportplatform.dev/pkg/textfield"
 )
@@ -185,15 +186,24 @@ type TicketStore interface {
 	Conversation(ctx context.Context, customerID, id int64) (Ticket, []Message, error)
 }
 
+// TicketLookups are what Tickets asks other services (package lookup
+// implements them over NATS): channels, and accounts for the customer rep.
+type TicketLookups interface {
+	ChannelLookup
+	Accounts(ctx context.Context, customerID int64, ids ...int64) ([]contracts.AccountSummary, error)
+}
+
 // Tickets is the Tickets API's domain: validation, the state rules, the
 // lookups of channels and accounts, then the store.
 type Tickets struct {
 	store TicketStore
-	look  Lookups
+	look  TicketLookups
 }
 
 // NewTickets returns the tickets service.
-func NewTickets(store TicketStore, look Lookups) *Tickets { return &Tickets{store: store, look: look} }
+func NewTickets(store TicketStore, look TicketLookups) *Tickets {
+	return &Tickets{store: store, look: look}
+}
 
 // ListTickets pages through the customer's tickets.
 func (s *Tickets) ListTickets(ctx context.Context, customerID int64, f TicketFilter, p paging.Page) ([]TicketDetails, int, error) {
