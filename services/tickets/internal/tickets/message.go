@@ -91,16 +91,6 @@ type AIReply struct {
 	Documents  []PromptDocument
 }
 
-// NewTicket is a ticket to insert, validated.
-type NewTicket struct {
-	ChannelID     int64
-	EndUserID     int64
-	CustomerRepID *int64
-	Subject       string
-	Status        Status
-	CustomFields  json.RawMessage // a JSON object
-}
-
 // NewMessage is a message to insert into a ticket, validated.
 type NewMessage struct {
 	SenderType      SenderType

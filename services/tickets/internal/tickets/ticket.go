@@ -101,6 +101,16 @@ type Ticket struct {
 // IsClosed is the spec's isClosed flag.
 func (t Ticket) IsClosed() bool { return t.Status == StatusClosed }
 
+// NewTicket is a ticket to insert, validated.
+type NewTicket struct {
+	ChannelID     int64
+	EndUserID     int64
+	CustomerRepID *int64
+	Subject       string
+	Status        Status
+	CustomFields  json.RawMessage // a JSON object
+}
+
 // FeedbackComment is an escalation comment on one of the ticket's messages.
 type FeedbackComment struct {
 	MessageID int64
