@@ -53,27 +53,35 @@ func (s *Store) SavePreparedReply(ctx context.Context, customerID, id int64, r t
 	return saved, postgres.Error(err, "message")
 }
 
+// summaryStateRow is a ticket's state and newest message with its cached
+// summary (the summary's columns null when none is cached).
+type summaryStateRow struct {
+	Status        string     `db:"status"`
+	LastMessageID int64      `db:"last_message_id"`
+	CachedLastID  *int64     `db:"cached_last_message_id"`
+	CachedStatus  *string    `db:"cached_status"`
+	Summary       *string    `db:"summary"`
+	Engine        *string    `db:"engine"`
+	Model         *string    `db:"model"`
+	CreatedAt     *time.Time `db:"created_at"`
+}
+
 // SummaryState reads the customer's ticket's newest message and status and
 // its cached summary.
 func (s *Store) SummaryState(ctx context.Context, customerID, ticketID int64) (tickets.SummaryState, error) {
-	var st tickets.SummaryState
-	var status string
-	var lastID *int64
-	var cachedStatus, text, engine, model *string
-	var created *time.Time
-	err := s.db.QueryRow(ctx, `SELECT t.status,
-		coalesce((SELECT max(m.message_id) FROM ticket_messages m WHERE m.customer_id = t.customer_id AND m.ticket_id = t.ticket_id), 0),
-		s.last_message_id, s.status, s.summary, s.engine, s.model, s.created_at
+	r, err := collectOne[summaryStateRow](s.db.Query(ctx, `SELECT t.status,
+		coalesce((SELECT max(m.message_id) FROM ticket_messages m WHERE m.customer_id = t.customer_id AND m.ticket_id = t.ticket_id), 0)
+			AS last_message_id,
+		s.last_message_id AS cached_last_message_id, s.status AS cached_status, s.summary, s.engine, s.model, s.created_at
 		FROM tickets t LEFT JOIN ticket_summaries s ON s.customer_id = t.customer_id AND s.ticket_id = t.ticket_id
-		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, ticketID).
-		Scan(&status, &st.LastMessageID, &lastID, &cachedStatus, &text, &engine, &model, &created)
+		WHERE t.customer_id = $1 AND t.ticket_id = $2`, customerID, ticketID))
 	if err != nil {
-		return st, postgres.Error(err, "ticket")
+		return tickets.SummaryState{}, postgres.Error(err, "ticket")
 	}
-	st.Status = tickets.Status(status)
-	if lastID != nil {
-		st.Cached = &tickets.TicketSummary{Text: *text, LastMessageID: *lastID, Status: tickets.Status(*cachedStatus),
-			Provenance: assistant.Provenance{Engine: *engine, Model: *model}, CreatedAt: *created}
+	st := tickets.SummaryState{Status: tickets.Status(r.Status), LastMessageID: r.LastMessageID}
+	if r.CachedLastID != nil {
+		st.Cached = &tickets.TicketSummary{Text: *r.Summary, LastMessageID: *r.CachedLastID, Status: tickets.Status(*r.CachedStatus),
+			Provenance: assistant.Provenance{Engine: *r.Engine, Model: *r.Model}, CreatedAt: *r.CreatedAt}
 	}
 	return st, nil
 }
@@ -100,25 +108,38 @@ func (s *Store) SaveSummary(ctx context.Context, customerID, ticketID int64, sum
 // messages they answer, and the dislikes of those messages and of the
 // replies sent.
 func (s *Store) FeedbackReport(ctx context.Context, customerID int64, w tickets.FeedbackWindow) ([]tickets.EngineFeedback, error) {
-	out, err := postgres.Collect(ctx, s.db, "message", `SELECT m.ai_reply_engine, coalesce(m.ai_reply_model, ''),
-		count(*),
-		count(*) FILTER (WHERE m.ai_reply_status = 'sent'),
-		count(*) FILTER (WHERE m.ai_reply_status = 'modified'),
+	rows, err := collectAll[engineFeedbackRow](s.db.Query(ctx, `SELECT m.ai_reply_engine AS engine,
+		coalesce(m.ai_reply_model, '') AS model,
+		count(*) AS prepared,
+		count(*) FILTER (WHERE m.ai_reply_status = 'sent') AS sent_as_prepared,
+		count(*) FILTER (WHERE m.ai_reply_status = 'modified') AS modified,
 		coalesce(sum((SELECT count(*) FROM feedback_comments f
-			WHERE f.customer_id = m.customer_id AND f.message_id = m.message_id)), 0),
+			WHERE f.customer_id = m.customer_id AND f.message_id = m.message_id)), 0) AS escalations,
 		coalesce(sum((SELECT count(*) FROM message_votes v WHERE v.customer_id = m.customer_id AND v.vote = 'dislike'
-			AND (v.message_id = m.message_id OR v.message_id = m.ai_reply_sent_message_id))), 0)
+			AND (v.message_id = m.message_id OR v.message_id = m.ai_reply_sent_message_id))), 0) AS dislikes
 		FROM ticket_messages m
 		WHERE m.customer_id = $1 AND m.ai_reply_engine IS NOT NULL
 			AND ($2::timestamptz IS NULL OR m.ai_reply_at >= $2) AND ($3::timestamptz IS NULL OR m.ai_reply_at < $3)
-		GROUP BY 1, 2 ORDER BY 1, 2`,
-		func(row pgx.Row) (tickets.EngineFeedback, error) {
-			var f tickets.EngineFeedback
-			err := row.Scan(&f.Engine, &f.Model, &f.Prepared, &f.SentAsPrepared, &f.Modified, &f.Escalations, &f.Dislikes)
-			return f, err
-		}, customerID, w.From, w.Before)
+		GROUP BY 1, 2 ORDER BY 1, 2`, customerID, w.From, w.Before))
+	out := convert(rows, engineFeedbackRow.feedback)
 	if out == nil {
 		out = []tickets.EngineFeedback{}
 	}
-	return out, err
+	return out, postgres.Error(err, "message")
+}
+
+// engineFeedbackRow is a row of FeedbackReport.
+type engineFeedbackRow struct {
+	Engine         string `db:"engine"`
+	Model          string `db:"model"`
+	Prepared       int    `db:"prepared"`
+	SentAsPrepared int    `db:"sent_as_prepared"`
+	Modified       int    `db:"modified"`
+	Escalations    int    `db:"escalations"`
+	Dislikes       int    `db:"dislikes"`
+}
+
+func (r engineFeedbackRow) feedback() tickets.EngineFeedback {
+	return tickets.EngineFeedback{Provenance: assistant.Provenance{Engine: r.Engine, Model: r.Model}, Prepared: r.Prepared,
+		SentAsPrepared: r.SentAsPrepared, Modified: r.Modified, Escalations: r.Escalations, Dislikes: r.Dislikes}
 }
