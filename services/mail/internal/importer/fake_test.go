@@ -195,7 +195,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	bus, err := natsbus.Connect(natstest.Start(t), "importworker", contracts.Names{Prefix: "imp" + randid.Hex(4)}, discard())
+	bus, err := natsbus.Connect(natstest.Start(t), "importreply", contracts.Names{Prefix: "imp" + randid.Hex(4)}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	if err := harness.EnsureEventsStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bus, err := natsbus.Connect(urls["importworker"], "importworker", names, log)
+	bus, err := natsbus.Connect(urls["importreply"], "importreply", names, log)
 	if err != nil {
 		t.Fatal(err)
 	}

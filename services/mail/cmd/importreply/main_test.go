@@ -32,7 +32,7 @@ import (
 )
 
 func TestMigrateAndCommands(t *testing.T) {
-	servicetest.MigrateTest(t, "importworker", run, "mail",
+	servicetest.MigrateTest(t, "importreply", run, "mail",
 		[]string{"channel_folders", "channel_suspensions", "channels", "mailbox_users", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{"IMPORT_CONCURRENCY": "0"},
 		map[string]string{"IMPORT_PAGE_SIZE": "5000"},
@@ -152,7 +152,7 @@ func TestServeImportsAndStops(t *testing.T) {
 		{ID: "AAMk-2", Subject: "Re: Printer", From: graph.Address{Address: "support@contoso.com"}, ReceivedDateTime: now}, // our own
 	}}
 	var cfg Config
-	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Env: map[string]string{"IMPORT_CONCURRENCY": "3"}})
+	svc := servicetest.Start(t, "importreply", withGraph(g, &cfg), servicetest.Options{Env: map[string]string{"IMPORT_CONCURRENCY": "3"}})
 	if cfg.Concurrency != 3 || cfg.AckWait != 2*time.Minute || cfg.Lookback != 24*time.Hour || cfg.PageSize != 50 ||
 		cfg.AttachmentMaxBytes != 25<<20 || cfg.MaxDeliver != 6 {
 		t.Fatalf("config %+v", cfg)
@@ -237,7 +237,7 @@ func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
 	g := &fakeGraph{mails: []graph.Message{{ID: "AAMk-1", Subject: "Printer on fire", From: graph.Address{Address: "jane@fabrikam.com"},
 		ReceivedDateTime: now, BodyText: "help"}}, gate: make(chan struct{}), entered: make(chan string, 4)}
 	var cfg Config
-	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Context: sig,
+	svc := servicetest.Start(t, "importreply", withGraph(g, &cfg), servicetest.Options{Context: sig,
 		Env: map[string]string{"SHUTDOWN_GRACE": "20s"}})
 	ctx := context.Background()
 	conn, bus, channelID, folderID := queueImport(t, svc, now)
