@@ -60,7 +60,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &fakeSender{script: []error{nil, graphErr(503, "ServiceUnavailable")}}
+	s := &fakeSender{script: []error{nil, sendErr(replier.ErrThrottled, "status 503 ServiceUnavailable")}}
 	err = replier.Start(ctx, bus, postgres.New(e.pool, time.Now), s, replier.Options{
 		Config:  replier.Config{Backoff: []string{"300ms", "300ms"}, SendTimeout: 5 * time.Second, Concurrency: 2},
 		Metrics: metrics, Log: log})
