@@ -41,11 +41,17 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	e2ekit.Eventually(t, d, what, cond)
 }
 
-// metric reads a counter of mailingest's /metrics (sum over label sets
+// metric reads a counter of a service's /metrics (sum over label sets
 // containing every label given, e.g. `reason="forged"`).
 func metric(t *testing.T, service, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(stk.ServiceURLs[service] + "/metrics")
+	return metricAt(t, stk.ServiceURLs[service], name, labels...)
+}
+
+// metricAt is metric of the process at base (a replica's URL).
+func metricAt(t *testing.T, base, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

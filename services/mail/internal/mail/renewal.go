@@ -81,9 +81,11 @@ func (r *Renewer) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if _, err := r.Round(ctx); err != nil {
+		_, err := r.Round(ctx)
+		if err != nil {
 			r.svc.log.WarnContext(ctx, "renewal round", "error", err.Error())
 		}
+		r.svc.metrics.round(err == nil)
 		select {
 		case <-ctx.Done():
 			return
