@@ -138,8 +138,8 @@ type Consumer struct {
 // Durable consumer names (base names; Names.Stream gives the full name).
 // The services create their consumers with exactly these names and
 // filters, which is all their NATS users may create. The importreply
-// binary's two keep the name it had before (importworker): renaming a
-// durable would orphan the existing one with its delivery state.
+// binary's two keep the names they had when it was the import worker:
+// renaming a durable would orphan the existing one and its delivery state.
 const (
 	DurableImportWorker         = "IMPORTWORKER"         // importreply: folder imports from MAIL_IMPORT
 	DurableImportWorkerReplies  = "IMPORTWORKER_REPLIES" // importreply: message.reply.sent from EVENTS
