@@ -13,6 +13,7 @@ import (
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/replier"
 )
@@ -99,7 +100,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	ev := e.event("mail", 800, nil)
 	publish(ev)
 	waitFor(t, "the first reply to be sent and acked", settled(1))
-	if calls := s.sent(); len(calls) != 1 || calls[0].Mail.Headers[replier.HeaderReply] != "11.800" {
+	if calls := s.sent(); len(calls) != 1 || calls[0].Mail.Headers[mail.HeaderReply] != "11.800" {
 		t.Fatalf("sent %+v", calls)
 	}
 	if rec := e.record(t, 800); rec.Status != replier.StatusSent {

@@ -39,14 +39,10 @@ import (
 	"supportplatform.dev/services/mail/internal/mail"
 )
 
-// Headers of every mail the replier sends. Graph accepts only custom
-// headers whose names start with X-.
-const (
-	// HeaderReply carries the reply's idempotency key, <customerID>.<messageID>.
-	HeaderReply = mail.HeaderReply
-	// HeaderTicket carries the ticket id.
-	HeaderTicket = "X-SupportPlatform-Ticket"
-)
+// HeaderTicket carries the ticket id on every mail the replier sends,
+// beside mail.HeaderReply. Graph accepts only custom headers whose names
+// start with X-.
+const HeaderTicket = "X-SupportPlatform-Ticket"
 
 // Statuses of a reply's row.
 const (
@@ -71,7 +67,8 @@ type Reply struct {
 	CustomerID, MessageID, TicketID, ChannelID int64
 }
 
-// Key is the reply's idempotency key and the value of HeaderReply.
+// Key is the reply's idempotency key, <customerID>.<messageID>: the value
+// of mail.HeaderReply.
 func (r Reply) Key() string {
 	return strconv.FormatInt(r.CustomerID, 10) + "." + strconv.FormatInt(r.MessageID, 10)
 }
@@ -211,7 +208,7 @@ var outcomes = []string{OutcomeSent, OutcomeRetry, OutcomeFailed, OutcomeUnknown
 // ErrOutcomeUnknown is the recorded failure of a reply whose attempt died
 // between handing the mail to Graph and recording Graph's answer.
 var ErrOutcomeUnknown = errors.New("outcome unknown: an attempt was interrupted while Graph was sending the mail; " +
-	"it was not sent again to avoid a duplicate (look for it in the mailbox's Sent Items by its " + HeaderReply + " header, and resend it if it is missing)")
+	"it was not sent again to avoid a duplicate (look for it in the mailbox's Sent Items by its " + mail.HeaderReply + " header, and resend it if it is missing)")
 
 // Delivery is where an event's delivery stands in the redelivery schedule.
 type Delivery struct {
@@ -412,7 +409,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 	m := OutgoingMail{
 		Subject: Subject(data.Subject, data.TicketRef),
 		Text:    data.Text,
-		Headers: map[string]string{HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
+		Headers: map[string]string{mail.HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
 	}
 	// Graph's paths take the mailbox user's id (an alias fails there); a
 	// channel not resolved yet is named by its address, as before.

@@ -223,7 +223,7 @@ func TestSendChoiceAndMail(t *testing.T) {
 				}
 				m := c.Mail
 				if m.Text != ev.Data.Text || m.Subject != tc.wantSubj ||
-					m.Headers[replier.HeaderReply] != "11."+itoa(id) || m.Headers[replier.HeaderTicket] != "7" || len(m.Headers) != 2 {
+					m.Headers[mail.HeaderReply] != "11."+itoa(id) || m.Headers[replier.HeaderTicket] != "7" || len(m.Headers) != 2 {
 					t.Fatalf("call %d mail: %+v", j, m)
 				}
 				switch c.Method {
