@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +84,3 @@ func metricAt(t *testing.T, base, name string, labels ...string) float64 {
 	}
 	return sum
 }
-
-// interrupt stops a child process the way the supervisor does.
-var interrupt = os.Interrupt
