@@ -17,7 +17,7 @@ import (
 // callbacks and the folder imports), which scale apart from the API: more
 // than one replica in docker-compose.yml, and a HorizontalPodAutoscaler and
 // a PodDisruptionBudget in deploy/k8s/base.
-var ScaledServices = []string{"mailingest", "importworker"}
+var ScaledServices = []string{"mailingest", "importreply"}
 
 // The Kubernetes deployment (deploy/k8s/base): every binary behind a
 // ClusterIP Service of its own name on K8sServicePort, Traefik reading its

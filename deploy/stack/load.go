@@ -103,7 +103,7 @@ func StartLoad(ctx context.Context, opts LoadOptions) (_ *LoadStack, err error) 
 	title := strings.ToUpper(opts.Name[:1]) + opts.Name[1:]
 	demo := &Account{Customer: title + " Company", Email: opts.Name + "@example.com",
 		Password: opts.Name + "-" + randid.Hex(12), Name: title + " Admin"}
-	env := map[string][]string{"mailingest": graph.Env, "renewal": graph.Env, "importworker": graph.Env}
+	env := map[string][]string{"mailingest": graph.Env, "renewal": graph.Env, "importreply": graph.Env}
 	for svc, vars := range opts.Env {
 		env[svc] = append(slices.Clone(env[svc]), vars...)
 	}

@@ -14,7 +14,7 @@ import (
 // worker, or one restarted after a kill), on an HTTP port of its own, with
 // the service's environment. Stack.Stop stops it with the rest.
 type Replica struct {
-	// Name is the service name and the replica's number ("importworker-2");
+	// Name is the service name and the replica's number ("importreply-2");
 	// its log file is LogFile(Name).
 	Name string
 	// URL is its own plain-HTTP address (/healthz, /readyz, /metrics).

@@ -79,9 +79,9 @@ var Services = []Service{
 		Schema: "mail",
 	},
 	{
-		// The mail import worker (not routed): folder imports into
+		// Mail imports and replies (not routed): folder imports into
 		// MAIL_INBOUND, replies out by mail. Any number of replicas.
-		Name:   "importworker",
+		Name:   "importreply",
 		Module: "services/mail",
 		Schema: "mail",
 	},

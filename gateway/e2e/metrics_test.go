@@ -127,7 +127,7 @@ func TestMetricsBehindTheDashboard(t *testing.T) {
 		"tickets":   {"jetstream_consumer_pending_messages", "jetstream_consumer_deliveries_total"},
 		"assistant": {"jetstream_consumer_pending_messages", "jetstream_consumer_deliveries_total"},
 		// Its consumers are declared with the jetstream API and watched.
-		"importworker": {"jetstream_consumer_pending_messages", "jetstream_consumer_ack_pending_messages"},
+		"importreply": {"jetstream_consumer_pending_messages", "jetstream_consumer_ack_pending_messages"},
 	}
 	mailImport := `stream="` + names.Stream(contracts.StreamMailImport) + `"`
 	outboxes := []string{"auth", "topics", "mailingest", "tickets"}
@@ -160,8 +160,8 @@ func TestMetricsBehindTheDashboard(t *testing.T) {
 					missing = append(missing, s.Name+": "+n+" of the stack's streams")
 				}
 			}
-			if s.Name == "importworker" && !e.has("jetstream_consumer_pending_messages", mailImport) {
-				missing = append(missing, "importworker: the state of its "+mailImport+" consumer")
+			if s.Name == "importreply" && !e.has("jetstream_consumer_pending_messages", mailImport) {
+				missing = append(missing, "importreply: the state of its "+mailImport+" consumer")
 			}
 			if slices.Contains(outboxes, s.Name) && !e.has("outbox_pending_events") {
 				missing = append(missing, s.Name+": outbox_pending_events")

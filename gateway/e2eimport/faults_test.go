@@ -27,7 +27,7 @@ var replicas struct {
 
 func startWorker(t *testing.T) *stack.Replica {
 	t.Helper()
-	r, err := stk.StartReplica(t.Context(), "importworker")
+	r, err := stk.StartReplica(t.Context(), "importreply")
 	if err != nil {
 		t.Fatalf("start an import worker: %v", err)
 	}
@@ -118,7 +118,7 @@ func waitExactly(t *testing.T, mc mailChannel, n int) {
 // middle of a burst of 1,000 mails and started again: every mail is a
 // ticket once.
 func TestBurstWithReplicasAndAKill(t *testing.T) {
-	if err := stk.StopService("importworker"); err != nil {
+	if err := stk.StopService("importreply"); err != nil {
 		t.Fatal(err)
 	}
 	a := startWorker(t)

@@ -5,7 +5,7 @@
 // MAIL_INBOUND, and tickets makes it a ticket, visible through the gateway;
 // an agent's reply goes back out through the fake Graph. The fault tests
 // kill the import worker, restart NATS and run replicas. It has its own
-// stack (auth, mailingest, renewal, importworker, tickets), so it runs
+// stack (auth, mailingest, renewal, importreply, tickets), so it runs
 // beside the other end-to-end packages; its import worker consumes the
 // MAIL_IMPORT requests that e2email's tests inspect, which is why the two
 // are apart.
@@ -29,8 +29,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	s := e2ekit.Suite{Name: "e2eimport", Services: []string{"auth", "mailingest", "renewal", "importworker", "tickets"},
-		Graph: []string{"mailingest", "renewal", "importworker"},
+	s := e2ekit.Suite{Name: "e2eimport", Services: []string{"auth", "mailingest", "renewal", "importreply", "tickets"},
+		Graph: []string{"mailingest", "renewal", "importreply"},
 		Env:   map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s"}}}
 	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api = r.Stack, r.Contract

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,11 +40,17 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	e2ekit.Eventually(t, d, what, cond)
 }
 
-// metric reads a counter of mailingest's /metrics (sum over label sets
+// metric reads a counter of a service's /metrics (sum over label sets
 // containing every label given, e.g. `reason="forged"`).
 func metric(t *testing.T, service, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(stk.ServiceURLs[service] + "/metrics")
+	return metricAt(t, stk.ServiceURLs[service], name, labels...)
+}
+
+// metricAt is metric of the process at base (a replica's URL).
+func metricAt(t *testing.T, base, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +84,3 @@ func metric(t *testing.T, service, name string, labels ...string) float64 {
 	}
 	return sum
 }
-
-// interrupt stops a child process the way the supervisor does.
-var interrupt = os.Interrupt

@@ -162,20 +162,19 @@ func TestRenewalWithinTheHour(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
 	// A second renewal process beside the stack's.
-	second := stk.Command(t.Context(), "renewal")
-	second.Env = append(second.Env, "HTTP_ADDR=127.0.0.1:0")
-	var out strings.Builder
-	second.Stdout, second.Stderr = &out, &out
-	if err := second.Start(); err != nil {
+	second, err := stk.StartReplica(t.Context(), "renewal")
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = second.Process.Signal(interrupt)
-		_ = second.Wait()
-		if t.Failed() {
-			t.Logf("second renewal:\n%s", out.String())
+		if err := second.Stop(); err != nil {
+			t.Errorf("second renewal: %v (log %s)", err, stk.LogFile(second.Name))
 		}
 	})
+	// rounds are the renewal rounds each process has run.
+	rounds := func() (float64, float64) {
+		return metric(t, "renewal", "mail_renewal_rounds_total"), metricAt(t, second.URL, "mail_renewal_rounds_total")
+	}
 
 	const due, notDue = 4, 2
 	var dueIDs, otherIDs []string
@@ -199,8 +198,13 @@ func TestRenewalWithinTheHour(t *testing.T) {
 		}
 		return true
 	})
-	// A few more rounds of both processes.
-	time.Sleep(3 * time.Second)
+	// Two more rounds of both processes, each of which would renew a
+	// folder it still took for due.
+	first0, second0 := rounds()
+	eventually(t, 15*time.Second, "two more rounds of both renewal processes", func() bool {
+		a, b := rounds()
+		return a >= first0+2 && b >= second0+2
+	})
 	for _, id := range dueIDs {
 		if n := graph.Renewals(id); n != 1 {
 			t.Errorf("subscription %s renewed %d times", id, n)

@@ -1,5 +1,5 @@
 // Package e2etrace holds the end-to-end tests of tracing: its stack (auth,
-// topics, mailingest, renewal, importworker, tickets and the fake Graph)
+// topics, mailingest, renewal, importreply, tickets and the fake Graph)
 // exports every service's and Traefik's spans to an OTLP/HTTP receiver in
 // the test process (pkg/telemetry/otlptest), and the tests follow one
 // request from Traefik through the service that answered it and over NATS
@@ -33,8 +33,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2etrace setup: OTLP receiver:", err)
 		os.Exit(1)
 	}
-	s := e2ekit.Suite{Name: "e2etrace", Services: []string{"auth", "topics", "mailingest", "renewal", "importworker", "tickets"},
-		Graph:        []string{"mailingest", "renewal", "importworker"},
+	s := e2ekit.Suite{Name: "e2etrace", Services: []string{"auth", "topics", "mailingest", "renewal", "importreply", "tickets"},
+		Graph:        []string{"mailingest", "renewal", "importreply"},
 		OTLPEndpoint: receiver.URL,
 		Env: map[string][]string{
 			// Spans leave the services within 200 ms (Traefik keeps the

@@ -181,7 +181,7 @@ func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 	var handOver otlptest.Span
 	receiver.WaitFor(t, spanWait, "the import worker's MAIL_INBOUND publish of "+msgID, func(all []otlptest.Span) bool {
 		for _, s := range all {
-			if s.Service == "importworker" && s.Kind == "producer" && s.Attributes["messaging.message.id"] == msgID {
+			if s.Service == "importreply" && s.Kind == "producer" && s.Attributes["messaging.message.id"] == msgID {
 				handOver = s
 				return true
 			}
@@ -202,7 +202,7 @@ func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 		t.Errorf("tickets' span under the hand-over is %q", stored.Name)
 	}
 	imported, ok := ss.byID(handOver.ParentSpanID)
-	if !ok || imported.Service != "importworker" || imported.Kind != "consumer" || imported.Name != "process mail.import.*" {
+	if !ok || imported.Service != "importreply" || imported.Kind != "consumer" || imported.Name != "process mail.import.*" {
 		t.Fatalf("the MAIL_INBOUND publish's parent is %v, want the import worker's consumer span:\n%s", imported, ss)
 	}
 	queued, ok := ss.byID(imported.ParentSpanID)
@@ -216,7 +216,7 @@ func TestMailNotificationIsOneTraceIntoTickets(t *testing.T) {
 	ss.fromGateway(t, server)
 	graphCall := false
 	for _, s := range ss {
-		if s.Service == "importworker" && s.Kind == "client" && s.Attributes["http.request.method"] != "" && ss.descends(s, imported) {
+		if s.Service == "importreply" && s.Kind == "client" && s.Attributes["http.request.method"] != "" && ss.descends(s, imported) {
 			graphCall = true
 		}
 	}

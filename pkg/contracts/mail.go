@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The mail context (mailingest, renewal, importworker).
+// The mail context (mailingest, renewal, importreply).
 
 // MAIL_IMPORT is a work queue of folder imports: one subject per folder, and
 // a message id per folder and time bucket so that a burst of provider

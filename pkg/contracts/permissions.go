@@ -80,7 +80,7 @@ var Services = []Service{
 		// MAIL_INBOUND (attachment bytes in its bucket), and agents' replies
 		// out by mail (message.reply.sent); its delivery events go through
 		// the mail outbox, which mailingest relays.
-		Name:    "importworker",
+		Name:    "importreply",
 		Queues:  []string{MailInboundSubjects},
 		Streams: []string{StreamEvents, StreamMailImport, StreamMailInbound},
 		Consumers: []Consumer{
@@ -137,10 +137,12 @@ type Consumer struct {
 
 // Durable consumer names (base names; Names.Stream gives the full name).
 // The services create their consumers with exactly these names and
-// filters, which is all their NATS users may create.
+// filters, which is all their NATS users may create. The importreply
+// binary's two keep the names they had when it was the import worker:
+// renaming a durable would orphan the existing one and its delivery state.
 const (
-	DurableImportWorker         = "IMPORTWORKER"         // importworker: folder imports from MAIL_IMPORT
-	DurableImportWorkerReplies  = "IMPORTWORKER_REPLIES" // importworker: message.reply.sent from EVENTS
+	DurableImportWorker         = "IMPORTWORKER"         // importreply: folder imports from MAIL_IMPORT
+	DurableImportWorkerReplies  = "IMPORTWORKER_REPLIES" // importreply: message.reply.sent from EVENTS
 	DurableTicketsTopics        = "TICKETS_TOPICS"       // tickets: topic.> from EVENTS
 	DurableTicketsReplyDelivery = "TICKETS_REPLY_DELIVERY"
 	DurableTicketsMailInbound   = "TICKETS_MAIL_INBOUND"

@@ -39,7 +39,7 @@ type Config struct {
 	TracesEndpoint     string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" default:"" desc:"full URL for traces; overrides OTEL_EXPORTER_OTLP_ENDPOINT"`
 	Protocol           string `env:"OTEL_EXPORTER_OTLP_PROTOCOL" default:"http/protobuf" desc:"http/protobuf or grpc"`
 	Headers            string `env:"OTEL_EXPORTER_OTLP_HEADERS" default:"" desc:"key=value,... sent with every export (percent-encoded values), e.g. a collector's API key"`
-	ServiceName        string `env:"OTEL_SERVICE_NAME" default:"" desc:"service.name of the spans; empty = the binary's name (auth, tickets, importworker...)"`
+	ServiceName        string `env:"OTEL_SERVICE_NAME" default:"" desc:"service.name of the spans; empty = the binary's name (auth, tickets, importreply...)"`
 	ResourceAttributes string `env:"OTEL_RESOURCE_ATTRIBUTES" default:"" desc:"key=value,... added to every span's resource (deployment.environment.name=prod)"`
 	Sampler            string `env:"OTEL_TRACES_SAMPLER" default:"parentbased_always_on" desc:"always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio"`
 	SamplerArg         string `env:"OTEL_TRACES_SAMPLER_ARG" default:"" desc:"the ratio (0-1) of the traceidratio samplers; empty = 1"`

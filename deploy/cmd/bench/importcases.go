@@ -32,7 +32,7 @@ const (
 
 func mailToTicketCase() *benchCase {
 	return &benchCase{
-		Name: "mail-to-ticket", Needs: []string{"auth", "mailingest", "importworker", "tickets"},
+		Name: "mail-to-ticket", Needs: []string{"auth", "mailingest", "importreply", "tickets"},
 		Note: fmt.Sprintf("%d mails, one every %s to %d subscribed inboxes in turn: delivered in the fake Graph (which notifies through the gateway) "+
 			"-> ticket listed by GET /api/Tickets (polled every %s); with 1 import worker, then 3. Target p50 < 1 s",
 			latencyMails, latencyInterval, latencyMailboxes, latencyPoll),
@@ -57,7 +57,7 @@ func mailToTicket(ctx context.Context, e *benchEnv) ([]string, error) {
 	}()
 	for _, workers := range []int{1, 3} {
 		for len(extra) < workers-1 {
-			r, err := e.Stack.StartReplica(ctx, "importworker")
+			r, err := e.Stack.StartReplica(ctx, "importreply")
 			if err != nil {
 				return lines, err
 			}

@@ -191,7 +191,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		LogLevel:     cfg.LogLevel,
 		RedisPrefix:  "sp",
 		NATSPrefix:   "sp",
-		Env:          map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importworker": mailEnv},
+		Env:          map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importreply": mailEnv},
 		OTLPEndpoint: cfg.OTLPEndpoint,
 	})
 	if err != nil {

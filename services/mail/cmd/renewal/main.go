@@ -92,10 +92,11 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake), Provider: provider,
+	store := postgres.New(deps.DB, deps.Now).WithWake(deps.OutboxWake)
+	svc := mail.NewSubscriptionService(mail.SubscriptionOptions{Store: store, Provider: provider,
 		PublicBaseURL: cfg.PublicBaseURL, Lifetime: cfg.Lifetime, CreateTimeout: cfg.CreateTimeout, Metrics: metrics,
 		Now: deps.Now, Log: deps.Log})
-	renewer := mail.NewRenewer(svc, mail.RenewerOptions{Window: cfg.Window})
+	renewer := mail.NewRenewer(store, svc, mail.RenewerOptions{Window: cfg.Window})
 
 	// The renewer starts once the health server listens (Serve closes
 	// everything when it cannot) and stops before Serve closes the pools:

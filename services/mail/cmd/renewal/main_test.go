@@ -81,7 +81,8 @@ func TestServeHealthAndMetricsThenStop(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{"mail_subscriptions_expiring 0", `mail_subscription_renewals_total{result="recreated"} 0`,
-		`mail_subscription_creates_total{result="ok"} 0`, `mail_subscription_deletes_total{result="failed"} 0`} {
+		`mail_subscription_creates_total{result="ok"} 0`, `mail_subscription_deletes_total{result="failed"} 0`,
+		`mail_renewal_rounds_total{result="failed"} 0`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -24,9 +24,6 @@ type Settings struct {
 // Configured reports whether an app is configured.
 func (s Settings) Configured() bool { return s.ClientID != "" || s.ClientSecret != "" }
 
-// ErrNotConfigured is every call's error when no app is configured.
-var ErrNotConfigured = errors.New("no Microsoft Graph app is configured (GRAPH_CLIENT_ID, GRAPH_CLIENT_SECRET)")
-
 // NewMailProvider returns the mail provider the subscription service uses:
 // Graph through a Client made from s, or, when s configures no app, one that
 // refuses every call with ErrNotConfigured (channels and callbacks work
@@ -35,7 +32,7 @@ var ErrNotConfigured = errors.New("no Microsoft Graph app is configured (GRAPH_C
 // s.CreateTimeout).
 func NewMailProvider(s Settings, hc *http.Client, now func() time.Time) (mail.Provider, error) {
 	if !s.Configured() {
-		return unconfigured{}, nil
+		return Unconfigured{}, nil
 	}
 	c, err := New(Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, TokenURL: s.TokenURL, BaseURL: s.BaseURL, HTTPClient: hc,
 		CreateTimeout: s.CreateTimeout, Now: now})
@@ -116,20 +113,4 @@ func (p mailProvider) List(ctx context.Context, tenantID string) ([]mail.Provide
 		out[i] = toProvider(s)
 	}
 	return out, nil
-}
-
-type unconfigured struct{}
-
-func (unconfigured) Create(context.Context, string, mail.NewProviderSubscription) (mail.ProviderSubscription, error) {
-	return mail.ProviderSubscription{}, ErrNotConfigured
-}
-func (unconfigured) ResolveMailbox(context.Context, string, string) (mail.MailboxUser, error) {
-	return mail.MailboxUser{}, ErrNotConfigured
-}
-func (unconfigured) Renew(context.Context, string, string, time.Time) (mail.ProviderSubscription, error) {
-	return mail.ProviderSubscription{}, ErrNotConfigured
-}
-func (unconfigured) Delete(context.Context, string, string) error { return ErrNotConfigured }
-func (unconfigured) List(context.Context, string) ([]mail.ProviderSubscription, error) {
-	return nil, ErrNotConfigured
 }

@@ -5,14 +5,10 @@ import (
 	"time"
 )
 
-// The mail side of Graph: what the import worker reads (delta queries,
-// messages, attachments) and what the reply sender writes (reply,
-// sendMail). The calls are in messages.go and send.go.
-
-// HeaderReply is the internet message header on every mail the platform
-// sends for an agent (its value is the reply's idempotency key): the reply
-// sender sets it, the import worker skips mail that carries it.
-const HeaderReply = "X-SupportPlatform-Reply"
+// The mail side of Graph: what the import reads (delta queries, messages,
+// attachments) and what the replier writes (reply, sendMail). The calls are
+// in messages.go and send.go; ImportSource and ReplySender adapt them to
+// the importer's and the replier's terms.
 
 // ErrSyncStateNotFound is a delta link Graph no longer knows (410 Gone, or
 // the error code syncStateNotFound / resyncRequired): start a full resync.

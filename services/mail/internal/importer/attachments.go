@@ -16,7 +16,6 @@ import (
 
 	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/services/mail/internal/graph"
 )
 
 // Why an attachment's bytes were not carried (InboundAttachment.Skipped).
@@ -50,11 +49,11 @@ func (im *Importer) attachments(ctx context.Context, t Target, messageID string)
 		in := contracts.InboundAttachment{Name: a.Name, ContentType: a.ContentType, Size: a.Size,
 			IsInline: a.IsInline, ContentID: a.ContentID}
 		switch {
-		case a.Kind == graph.AttachmentItem:
+		case a.Kind == AttachmentItem:
 			in.Skipped = SkippedItem
-		case a.Kind == graph.AttachmentReference:
+		case a.Kind == AttachmentReference:
 			in.Skipped = SkippedReference
-		case a.Kind != graph.AttachmentFile:
+		case a.Kind != AttachmentFile:
 			in.Skipped = strings.ToLower(a.Kind)
 		case a.Size > im.o.AttachmentMaxBytes:
 			in.Skipped = SkippedTooLarge
@@ -78,7 +77,7 @@ var errTooLarge = errors.New("attachment over the size cap")
 
 // carry streams one file attachment's bytes into the bucket, computing
 // their size and SHA-256; an object a previous round stored is reused.
-func (im *Importer) carry(ctx context.Context, t Target, messageID string, a graph.Attachment, in *contracts.InboundAttachment) error {
+func (im *Importer) carry(ctx context.Context, t Target, messageID string, a Attachment, in *contracts.InboundAttachment) error {
 	key := ObjectKey(t.ChannelID, messageID, a.ID)
 	size, sum, ok, err := im.o.Blobs.Stat(ctx, key)
 	if err != nil {
@@ -89,7 +88,7 @@ func (im *Importer) carry(ctx context.Context, t Target, messageID string, a gra
 		return nil
 	}
 	rc, err := im.o.Graph.AttachmentContent(ctx, t.TenantID, t.mailboxKey(), messageID, a.ID)
-	if graph.IsNotFound(err) {
+	if errors.Is(err, ErrNotFound) {
 		in.Skipped = SkippedGone
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/services/mail/internal/graph"
 )
 
 func TestTruncateAtARuneBoundary(t *testing.T) {
@@ -62,6 +61,6 @@ func TestEncodeMailFitsThePayload(t *testing.T) {
 	}
 }
 
-func graphMessage(text, html string) graph.Message {
-	return graph.Message{ID: "id", Subject: "s", BodyText: text, BodyHTML: html}
+func graphMessage(text, html string) Message {
+	return Message{ID: "id", Subject: "s", BodyText: text, BodyHTML: html}
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +21,6 @@ import (
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/postgres/pgtest"
 	"supportplatform.dev/pkg/randid"
-	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
@@ -34,9 +33,9 @@ import (
 // on are new) and its next links "next:<from>:<upto>".
 type fakeGraph struct {
 	mu       sync.Mutex
-	messages []graph.Message
-	changes  map[string]graph.MessageChange // overrides of a message's delta entry
-	atts     map[string][]graph.Attachment
+	messages []importer.Message
+	changes  map[string]importer.MessageChange // overrides of a message's delta entry
+	atts     map[string][]importer.Attachment
 	content  map[string][]byte // by attachment id
 	failing  map[string]error  // Message errors by id
 	expired  map[string]bool   // delta links Graph forgot
@@ -46,7 +45,7 @@ type fakeGraph struct {
 	inRound chan struct{}
 
 	rounds      []time.Time // the Since of every round's first call
-	queries     []graph.DeltaQuery
+	queries     []importer.DeltaQuery
 	contentGets int
 	active      int // rounds between their first and last page
 	overlaps    int
@@ -56,12 +55,12 @@ type fakeGraph struct {
 }
 
 func newFakeGraph() *fakeGraph {
-	return &fakeGraph{changes: map[string]graph.MessageChange{}, atts: map[string][]graph.Attachment{},
+	return &fakeGraph{changes: map[string]importer.MessageChange{}, atts: map[string][]importer.Attachment{},
 		content: map[string][]byte{}, failing: map[string]error{}, expired: map[string]bool{}, inRound: make(chan struct{})}
 }
 
 // add appends a received mail.
-func (g *fakeGraph) add(m graph.Message) {
+func (g *fakeGraph) add(m importer.Message) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.messages = append(g.messages, m)
@@ -73,9 +72,9 @@ func (g *fakeGraph) roundCount() int {
 	return len(g.rounds)
 }
 
-func (g *fakeGraph) MessagesDelta(ctx context.Context, tenant string, q graph.DeltaQuery, link string) (graph.DeltaPage, error) {
+func (g *fakeGraph) MessagesDelta(ctx context.Context, tenant string, q importer.DeltaQuery, link string) (importer.DeltaPage, error) {
 	if tenant != "contoso.onmicrosoft.com" || q.Mailbox != "support@contoso.com" {
-		return graph.DeltaPage{}, fmt.Errorf("fake graph: tenant %q mailbox %q", tenant, q.Mailbox)
+		return importer.DeltaPage{}, fmt.Errorf("fake graph: tenant %q mailbox %q", tenant, q.Mailbox)
 	}
 	g.mu.Lock()
 	var from, upto int
@@ -83,7 +82,7 @@ func (g *fakeGraph) MessagesDelta(ctx context.Context, tenant string, q graph.De
 	case link == "" || strings.HasPrefix(link, "delta:"):
 		if g.expired[link] {
 			g.mu.Unlock()
-			return graph.DeltaPage{}, fmt.Errorf("fake: %w", graph.ErrSyncStateNotFound)
+			return importer.DeltaPage{}, fmt.Errorf("fake: %w", importer.ErrSyncStateNotFound)
 		}
 		if link != "" {
 			from, _ = strconv.Atoi(strings.TrimPrefix(link, "delta:"))
@@ -108,7 +107,7 @@ func (g *fakeGraph) MessagesDelta(ctx context.Context, tenant string, q graph.De
 			case <-gate:
 			case <-ctx.Done():
 				g.endRound()
-				return graph.DeltaPage{}, ctx.Err()
+				return importer.DeltaPage{}, ctx.Err()
 			}
 		}
 		if delay > 0 {
@@ -125,7 +124,7 @@ func (g *fakeGraph) MessagesDelta(ctx context.Context, tenant string, q graph.De
 	if size <= 0 {
 		size = 1000
 	}
-	var page graph.DeltaPage
+	var page importer.DeltaPage
 	end := min(from+size, upto)
 	for _, m := range g.messages[from:end] {
 		if !q.Since.IsZero() && link == "" && m.ReceivedDateTime.Before(q.Since) {
@@ -133,7 +132,7 @@ func (g *fakeGraph) MessagesDelta(ctx context.Context, tenant string, q graph.De
 		}
 		c, ok := g.changes[m.ID]
 		if !ok {
-			c = graph.MessageChange{ID: m.ID, ReceivedDateTime: m.ReceivedDateTime, From: m.From, Subject: m.Subject}
+			c = importer.MessageChange{ID: m.ID, ReceivedDateTime: m.ReceivedDateTime, From: m.From, Subject: m.Subject}
 		}
 		page.Messages = append(page.Messages, c)
 	}
@@ -152,21 +151,31 @@ func (g *fakeGraph) endRound() {
 	g.active--
 }
 
-func (g *fakeGraph) Message(_ context.Context, _, mailbox, id string) (graph.Message, error) {
+// errNotFound is Graph's 404 as graph.ImportSource classes it.
+var errNotFound = providerErr(importer.ErrNotFound, "fake graph: status 404 ErrorItemNotFound")
+
+func providerErr(class error, text string) error {
+	return &importer.ProviderError{Class: class, Err: errors.New(text)}
+}
+
+// errServer is a failure the import does not class: it fails the round.
+func errServer(status int) error { return fmt.Errorf("fake graph: status %d", status) }
+
+func (g *fakeGraph) Message(_ context.Context, _, mailbox, id string) (importer.Message, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.failing[id]; err != nil {
-		return graph.Message{}, err
+		return importer.Message{}, err
 	}
 	for _, m := range g.messages {
 		if m.ID == id {
 			return m, nil
 		}
 	}
-	return graph.Message{}, &graph.Error{Op: "get message", Status: http.StatusNotFound, Code: "ErrorItemNotFound"}
+	return importer.Message{}, errNotFound
 }
 
-func (g *fakeGraph) Attachments(_ context.Context, _, _, messageID string) ([]graph.Attachment, error) {
+func (g *fakeGraph) Attachments(_ context.Context, _, _, messageID string) ([]importer.Attachment, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.atts[messageID], nil
@@ -177,7 +186,7 @@ func (g *fakeGraph) AttachmentContent(_ context.Context, _, _, _, attachmentID s
 	defer g.mu.Unlock()
 	b, ok := g.content[attachmentID]
 	if !ok {
-		return nil, &graph.Error{Op: "get attachment", Status: http.StatusNotFound}
+		return nil, errNotFound
 	}
 	g.contentGets++
 	return io.NopCloser(bytes.NewReader(b)), nil
@@ -195,7 +204,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	bus, err := natsbus.Connect(natstest.Start(t), "importworker", contracts.Names{Prefix: "imp" + randid.Hex(4)}, discard())
+	bus, err := natsbus.Connect(natstest.Start(t), "importreply", contracts.Names{Prefix: "imp" + randid.Hex(4)}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

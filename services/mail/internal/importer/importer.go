@@ -12,27 +12,22 @@ import (
 	"context"
 	"io"
 	"time"
-
-	"supportplatform.dev/services/mail/internal/graph"
 )
 
-// ReplyHeader is the internet message header the platform puts on every
-// mail it sends for an agent; the import worker skips mail that carries it
-// (our own replies, seen again in a folder such as Sent Items or in a
-// mailbox that receives its own mail).
-const ReplyHeader = graph.HeaderReply
-
-// Graph is what an import needs of Microsoft Graph (*graph.Client). The
-// client honours Retry-After on 429, refreshes a rejected token once and
-// bounds the concurrent calls per mailbox.
+// Graph is what an import needs of Microsoft Graph (graph.ImportSource).
+// The client honours Retry-After on 429, refreshes a rejected token once
+// and bounds the concurrent calls per mailbox. Failures the import decides
+// by are *ProviderError: errors.Is(err, ErrNotFound) for a message or
+// attachment that is gone, ErrRefused, ErrReplyTooLarge and
+// ErrMalformedReply for one that cannot be imported.
 type Graph interface {
 	// MessagesDelta returns one page of a delta round: from link when it is
 	// not empty (a next or delta link), else the first page of q.
-	// errors.Is(err, graph.ErrSyncStateNotFound) when Graph no longer knows
-	// the link.
-	MessagesDelta(ctx context.Context, tenant string, q graph.DeltaQuery, link string) (graph.DeltaPage, error)
-	Message(ctx context.Context, tenant, mailbox, id string) (graph.Message, error)
-	Attachments(ctx context.Context, tenant, mailbox, messageID string) ([]graph.Attachment, error)
+	// errors.Is(err, ErrSyncStateNotFound) when Graph no longer knows the
+	// link.
+	MessagesDelta(ctx context.Context, tenant string, q DeltaQuery, link string) (DeltaPage, error)
+	Message(ctx context.Context, tenant, mailbox, id string) (Message, error)
+	Attachments(ctx context.Context, tenant, mailbox, messageID string) ([]Attachment, error)
 	AttachmentContent(ctx context.Context, tenant, mailbox, messageID, attachmentID string) (io.ReadCloser, error)
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/services/mail/internal/graph"
+	"supportplatform.dev/services/mail/internal/mail"
 )
 
 // Defaults of Options.
@@ -150,7 +149,7 @@ func (im *Importer) Round(ctx context.Context, t Target, onResync func(context.C
 // returns the delta link.
 func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, published, own *atomic.Int64,
 	unimportable *skippedList, onResync func(context.Context) error, res *RoundResult) (string, error) {
-	q := graph.DeltaQuery{Mailbox: t.mailboxKey(), FolderID: t.ExternalFolderID, PageSize: im.o.PageSize}
+	q := DeltaQuery{Mailbox: t.mailboxKey(), FolderID: t.ExternalFolderID, PageSize: im.o.PageSize}
 	link := t.DeltaLink
 	if link == "" {
 		q.Since = im.o.Now().Add(-im.o.Lookback)
@@ -159,7 +158,7 @@ func (im *Importer) pages(ctx context.Context, t Target, g *errgroup.Group, publ
 	seen := map[string]bool{}
 	for pages := 0; ; pages++ {
 		page, err := im.o.Graph.MessagesDelta(ctx, t.TenantID, q, link)
-		if errors.Is(err, graph.ErrSyncStateNotFound) && link != "" && !res.Resynced {
+		if errors.Is(err, ErrSyncStateNotFound) && link != "" && !res.Resynced {
 			// Graph forgot the link (410 Gone, syncStateNotFound): the
 			// look-back window again from scratch. Mail already handed on
 			// is dropped by its message id.
@@ -255,27 +254,24 @@ const (
 )
 
 // permanent reports whether a mail's failure is the mail's own, the same
-// at every attempt, and under which reason it is skipped. Transient
-// failures (5xx, 429, 408, the network, the stream, the blob store, a
-// cancelled round) fail the round, which is retried. 401 and 403 concern
-// the app's token or rights in the mailbox, not one mail: skipping would
-// drop every mail of the folder, so they fail the round too.
+// at every attempt, and under which reason it is skipped. Everything else
+// (5xx, 429, 408, the network, the stream, the blob store, a cancelled
+// round) fails the round, which is retried; so do 401 and 403, which
+// concern the app's token or rights in the mailbox, not one mail (skipping
+// would drop every mail of the folder): graph.ImportSource does not class
+// them as ErrRefused.
 func permanent(err error) (string, bool) {
 	switch {
 	case err == nil:
 		return "", false
-	case errors.Is(err, graph.ErrReplyTooLarge):
+	case errors.Is(err, ErrReplyTooLarge):
 		return SkipSize, true
-	case errors.Is(err, graph.ErrMalformedReply):
+	case errors.Is(err, ErrMalformedReply):
 		return SkipUndecodable, true
+	case errors.Is(err, ErrRefused), errors.Is(err, ErrNotFound):
+		return SkipRefused, true
 	}
-	switch st := graph.Status(err); {
-	case st < 400 || st > 499:
-		return "", false
-	case st == http.StatusUnauthorized, st == http.StatusForbidden, st == http.StatusRequestTimeout, st == http.StatusTooManyRequests:
-		return "", false
-	}
-	return SkipRefused, true
+	return "", false
 }
 
 // skippedList collects a round's unimportable mails from its goroutines.
@@ -295,7 +291,7 @@ func (l *skippedList) add(m SkippedMail) {
 // SkipGone, SkipSize): a skipped mail is no failure.
 func (im *Importer) importMessage(ctx context.Context, t Target, id string) (skip string, err error) {
 	msg, err := im.o.Graph.Message(ctx, t.TenantID, t.mailboxKey(), id)
-	if graph.IsNotFound(err) {
+	if errors.Is(err, ErrNotFound) {
 		im.o.Metrics.skipped(SkipGone)
 		return SkipGone, nil
 	}
@@ -311,7 +307,7 @@ func (im *Importer) importMessage(ctx context.Context, t Target, id string) (ski
 	// a cid: reference in the HTML asks for the list too.
 	if msg.HasAttachments || strings.Contains(strings.ToLower(msg.BodyHTML), "cid:") {
 		atts, err = im.attachments(ctx, t, id)
-		if graph.IsNotFound(err) {
+		if errors.Is(err, ErrNotFound) {
 			im.o.Metrics.skipped(SkipGone)
 			return SkipGone, nil
 		}
@@ -337,13 +333,14 @@ func (im *Importer) importMessage(ctx context.Context, t Target, id string) (ski
 }
 
 // ownMail recognises the platform's own mail: sent from the channel's
-// mailbox, or carrying ReplyHeader.
-func ownMail(msg graph.Message, mailbox string) bool {
+// mailbox, or carrying mail.HeaderReply (our own replies, seen again in a
+// folder such as Sent Items or in a mailbox that receives its own mail).
+func ownMail(msg Message, mailbox string) bool {
 	if sameAddress(msg.From.Address, mailbox) || (msg.From.Address == "" && sameAddress(msg.Sender.Address, mailbox)) {
 		return true
 	}
 	for k := range msg.Headers {
-		if strings.EqualFold(k, ReplyHeader) {
+		if strings.EqualFold(k, mail.HeaderReply) {
 			return true
 		}
 	}
@@ -354,7 +351,7 @@ func sameAddress(a, mailbox string) bool {
 	return a != "" && strings.EqualFold(strings.TrimSpace(a), mailbox)
 }
 
-func inboundMail(t Target, id string, msg graph.Message, atts []contracts.InboundAttachment, now time.Time) contracts.InboundMail {
+func inboundMail(t Target, id string, msg Message, atts []contracts.InboundAttachment, now time.Time) contracts.InboundMail {
 	from := msg.From
 	if from.Address == "" {
 		from = msg.Sender
@@ -383,11 +380,11 @@ func capList[T any](s []T, n int) []T {
 	return s
 }
 
-func address(a graph.Address) contracts.MailAddress {
+func address(a Address) contracts.MailAddress {
 	return contracts.MailAddress{Name: a.Name, Address: a.Address}
 }
 
-func addresses(as []graph.Address) []contracts.MailAddress {
+func addresses(as []Address) []contracts.MailAddress {
 	if len(as) == 0 {
 		return nil
 	}

@@ -19,7 +19,6 @@ import (
 	"supportplatform.dev/pkg/blob"
 	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
 )
 
@@ -27,10 +26,10 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 var start = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 
-func mailFrom(i int, from string) graph.Message {
-	return graph.Message{ID: fmt.Sprintf("AAMkId-%02d", i), ReceivedDateTime: start.Add(-time.Duration(60-i) * time.Minute),
-		Subject: fmt.Sprintf("Question %d", i), From: graph.Address{Name: "Customer", Address: from},
-		To: []graph.Address{{Address: "support@contoso.com"}}, InternetMessageID: fmt.Sprintf("<m%d@fabrikam.com>", i),
+func mailFrom(i int, from string) importer.Message {
+	return importer.Message{ID: fmt.Sprintf("AAMkId-%02d", i), ReceivedDateTime: start.Add(-time.Duration(60-i) * time.Minute),
+		Subject: fmt.Sprintf("Question %d", i), From: importer.Address{Name: "Customer", Address: from},
+		To: []importer.Address{{Address: "support@contoso.com"}}, InternetMessageID: fmt.Sprintf("<m%d@fabrikam.com>", i),
 		ConversationID: "conv-1", BodyText: fmt.Sprintf("Hello %d", i), BodyHTML: fmt.Sprintf("<p>Hello %d</p>", i)}
 }
 
@@ -47,19 +46,19 @@ func TestRoundPagesAndPublishes(t *testing.T) {
 	}
 	old := mailFrom(9, "old@fabrikam.com")
 	old.ReceivedDateTime = start.Add(-25 * time.Hour) // outside the look-back window
-	g.messages = append([]graph.Message{old}, g.messages...)
+	g.messages = append([]importer.Message{old}, g.messages...)
 	own := mailFrom(10, "SUPPORT@contoso.com") // our reply, seen by the delta's from
 	g.add(own)
 	tagged := mailFrom(11, "agent@contoso.com") // our reply, seen by its header
 	tagged.Headers = map[string]string{"X-Supportplatform-Reply": "ticket 7"}
 	g.add(tagged)
 	g.add(mailFrom(12, "draft@fabrikam.com"))
-	g.changes["AAMkId-12"] = graph.MessageChange{ID: "AAMkId-12", IsDraft: true}
+	g.changes["AAMkId-12"] = importer.MessageChange{ID: "AAMkId-12", IsDraft: true}
 	g.add(mailFrom(13, "removed@fabrikam.com"))
-	g.changes["AAMkId-13"] = graph.MessageChange{ID: "AAMkId-13", Removed: true}
+	g.changes["AAMkId-13"] = importer.MessageChange{ID: "AAMkId-13", Removed: true}
 	full := mailFrom(14, "jane@fabrikam.com")
 	full.From.Name = "Jane Doe"
-	full.Cc = []graph.Address{{Name: "Bob", Address: "bob@fabrikam.com"}}
+	full.Cc = []importer.Address{{Name: "Bob", Address: "bob@fabrikam.com"}}
 	full.InReplyTo = "<m1@fabrikam.com>"
 	full.References = []string{"<m0@fabrikam.com>", "<m1@fabrikam.com>"}
 	g.add(full)
@@ -162,12 +161,12 @@ func TestRoundAttachments(t *testing.T) {
 	m := mailFrom(1, "jane@fabrikam.com")
 	m.HasAttachments = true
 	g.add(m)
-	g.atts[m.ID] = []graph.Attachment{
-		{ID: "att/1+x==", Name: "report.pdf", ContentType: "application/pdf", Kind: graph.AttachmentFile, Size: int64(len(big)) + 90},
-		{ID: "att-2", Name: "huge.zip", ContentType: "application/zip", Kind: graph.AttachmentFile, Size: 2 << 20},
-		{ID: "att-3", Name: "Fwd: hello", Kind: graph.AttachmentItem, Size: 1000},
-		{ID: "att-4", Name: "plan.docx", Kind: graph.AttachmentReference, Size: 10},
-		{ID: "att-5", Name: "liar.bin", Kind: graph.AttachmentFile, Size: 10}, // declares 10 bytes, sends more than the cap
+	g.atts[m.ID] = []importer.Attachment{
+		{ID: "att/1+x==", Name: "report.pdf", ContentType: "application/pdf", Kind: importer.AttachmentFile, Size: int64(len(big)) + 90},
+		{ID: "att-2", Name: "huge.zip", ContentType: "application/zip", Kind: importer.AttachmentFile, Size: 2 << 20},
+		{ID: "att-3", Name: "Fwd: hello", Kind: importer.AttachmentItem, Size: 1000},
+		{ID: "att-4", Name: "plan.docx", Kind: importer.AttachmentReference, Size: 10},
+		{ID: "att-5", Name: "liar.bin", Kind: importer.AttachmentFile, Size: 10}, // declares 10 bytes, sends more than the cap
 	}
 	g.content["att/1+x=="] = big
 	g.content["att-2"] = make([]byte, 2<<20)
@@ -176,7 +175,7 @@ func TestRoundAttachments(t *testing.T) {
 	inline := mailFrom(2, "joe@fabrikam.com")
 	inline.BodyHTML = `<p>See <img src="CID:logo@x"></p>`
 	g.add(inline)
-	g.atts[inline.ID] = []graph.Attachment{{ID: "att-6", Name: "logo.png", ContentType: "image/png", Kind: graph.AttachmentFile,
+	g.atts[inline.ID] = []importer.Attachment{{ID: "att-6", Name: "logo.png", ContentType: "image/png", Kind: importer.AttachmentFile,
 		Size: 3, IsInline: true, ContentID: "logo@x"}}
 	g.content["att-6"] = []byte{1, 2, 3}
 
@@ -277,7 +276,7 @@ func TestRoundResyncsWhenGraphForgotTheLink(t *testing.T) {
 	}
 	// Forgetting it during the resync too is an error, not a loop.
 	g.expired[""] = true
-	if _, err := im.Round(context.Background(), tg, nil); !errors.Is(err, graph.ErrSyncStateNotFound) {
+	if _, err := im.Round(context.Background(), tg, nil); !errors.Is(err, importer.ErrSyncStateNotFound) {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -291,14 +290,14 @@ func TestRoundFailsOnAFailedFetch(t *testing.T) {
 	for i := range 6 {
 		g.add(mailFrom(i, "jane@fabrikam.com"))
 	}
-	g.messages = slices.Insert(g.messages, 2, graph.Message{ID: "gone", From: graph.Address{Address: "x@y.z"}})
+	g.messages = slices.Insert(g.messages, 2, importer.Message{ID: "gone", From: importer.Address{Address: "x@y.z"}})
 	// gone is listed by the delta but deleted before it is fetched.
-	g.failing["gone"] = &graph.Error{Op: "get message", Status: 404}
-	g.failing["AAMkId-04"] = &graph.Error{Op: "get message", Status: 503}
+	g.failing["gone"] = errNotFound
+	unavailable := errServer(503)
+	g.failing["AAMkId-04"] = unavailable
 	im := e.importer(g, clocktest.New(start).Now)
 	_, err := im.Round(context.Background(), tg, nil)
-	var ge *graph.Error
-	if !errors.As(err, &ge) || ge.Status != 503 || !strings.Contains(err.Error(), "AAMkId-04") {
+	if !errors.Is(err, unavailable) || !strings.Contains(err.Error(), "AAMkId-04") {
 		t.Fatalf("error %v, want the 503 of AAMkId-04", err)
 	}
 	delete(g.failing, "AAMkId-04")

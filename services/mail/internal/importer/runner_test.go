@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
 	"supportplatform.dev/services/mail/internal/postgres"
 )
@@ -45,7 +44,7 @@ func TestFailedRoundStoresNoLinkAndTheRerunPublishesOnce(t *testing.T) {
 		m.ReceivedDateTime = time.Now().Add(-time.Minute)
 		g.add(m)
 	}
-	g.failing["AAMkId-05"] = &graph.Error{Op: "get message", Status: 500}
+	g.failing["AAMkId-05"] = errServer(500)
 	r := e.runner(g, nil)
 	ctx := context.Background()
 	if err := r.Import(ctx, 1, tg.ChannelID, tg.FolderID); err == nil {

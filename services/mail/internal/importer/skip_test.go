@@ -88,7 +88,7 @@ func TestUnimportableMailDoesNotStopTheFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im := importer.New(importer.Options{Graph: g.client, Blobs: e.blobs, Publisher: e.bus, PageSize: 2,
+	im := importer.New(importer.Options{Graph: graph.NewImportSource(g.client), Blobs: e.blobs, Publisher: e.bus, PageSize: 2,
 		MessageConcurrency: 1, Metrics: metrics, Now: time.Now, Log: discard()})
 	r := importer.NewRunner(importer.RunnerOptions{Store: e.store, Locker: postgres.NewImportLocks(e.pool), Importer: im,
 		Metrics: metrics, Log: discard()})
@@ -173,15 +173,10 @@ func TestPermanentAndTransientMailFailures(t *testing.T) {
 		err    error
 		reason string // "" : the round fails
 	}{
-		{"bad request", &graph.Error{Op: "get message", Status: http.StatusBadRequest, Code: "ErrorInvalidIdMalformed"}, importer.SkipRefused},
-		{"unprocessable", &graph.Error{Op: "get message", Status: http.StatusUnprocessableEntity}, importer.SkipRefused},
-		{"reply over the cap", graph.ErrReplyTooLarge, importer.SkipSize},
-		{"malformed reply", graph.ErrMalformedReply, importer.SkipUndecodable},
-		{"throttled", &graph.Error{Op: "get message", Status: http.StatusTooManyRequests}, ""},
-		{"token refused", &graph.Error{Op: "get message", Status: http.StatusUnauthorized}, ""},
-		{"access denied to the mailbox", &graph.Error{Op: "get message", Status: http.StatusForbidden}, ""},
-		{"request timeout", &graph.Error{Op: "get message", Status: http.StatusRequestTimeout}, ""},
-		{"server error", &graph.Error{Op: "get message", Status: http.StatusBadGateway}, ""},
+		{"refused", providerErr(importer.ErrRefused, "status 400 ErrorInvalidIdMalformed"), importer.SkipRefused},
+		{"reply over the cap", providerErr(importer.ErrReplyTooLarge, "reply over the cap"), importer.SkipSize},
+		{"malformed reply", providerErr(importer.ErrMalformedReply, "malformed reply"), importer.SkipUndecodable},
+		{"unclassed (throttled, token, rights, server)", errServer(http.StatusTooManyRequests), ""},
 		{"network", context.DeadlineExceeded, ""},
 	}
 	for _, c := range cases {
@@ -216,7 +211,7 @@ func TestImportNamesTheMailboxByItsUserID(t *testing.T) {
 	ctx := context.Background()
 	g.fake.AddAlias("agent@contoso.com", "support@contoso.com")
 	id := g.add(t, graphfake.DeliverMail{Subject: "to the alias", From: graphfake.Address{Address: "jane@fabrikam.com"}, Text: "hi"})
-	im := importer.New(importer.Options{Graph: g.client, Blobs: e.blobs, Publisher: e.bus, Now: time.Now, Log: discard()})
+	im := importer.New(importer.Options{Graph: graph.NewImportSource(g.client), Blobs: e.blobs, Publisher: e.bus, Now: time.Now, Log: discard()})
 	r := importer.NewRunner(importer.RunnerOptions{Store: e.store, Locker: postgres.NewImportLocks(e.pool), Importer: im, Log: discard()})
 
 	// Before the address is resolved, paths name it: Graph refuses.

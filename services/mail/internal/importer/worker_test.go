@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
 	"supportplatform.dev/services/mail/internal/queue"
 )
@@ -92,7 +91,7 @@ func TestWorkerConsumesImportRequests(t *testing.T) {
 	g.add(mailFrom(3, "late@fabrikam.com"))
 	g.mu.Lock()
 	g.messages[3].ReceivedDateTime = time.Now()
-	g.failing["AAMkId-03"] = &graph.Error{Op: "get message", Status: 503}
+	g.failing["AAMkId-03"] = errServer(503)
 	g.mu.Unlock()
 	rounds := g.roundCount()
 	if err := q.Import(ctx, contracts.MailImportRequest{CustomerID: 1, ChannelID: tg.ChannelID, FolderID: tg.FolderID,

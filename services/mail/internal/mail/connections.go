@@ -111,8 +111,6 @@ type ConnectionStore interface {
 	Connect(ctx context.Context, st ConnectionState, now time.Time) (Connection, error)
 	// FailConnection ends an attempt that is not connected with reason.
 	FailConnection(ctx context.Context, customerID, connectionID int64, reason string) error
-	// TenantConnected reports whether tenantID is connected to the customer.
-	TenantConnected(ctx context.Context, customerID int64, tenantID string) (bool, error)
 }
 
 // IdentityPlatform is the Microsoft identity platform as the connection

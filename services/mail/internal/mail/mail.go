@@ -35,6 +35,12 @@ const (
 // new e-mail channel gets unless its request lists folders.
 const InboxFolderID = "inbox"
 
+// HeaderReply is the internet message header on every mail the platform
+// sends for an agent, its value the reply's idempotency key: the replier
+// sets it, the import skips mail that carries it, and an operator finds a
+// reply in Sent Items by it.
+const HeaderReply = "X-SupportPlatform-Reply"
+
 // Channel is where tickets come from.
 type Channel struct {
 	ID                 int64

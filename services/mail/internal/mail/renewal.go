@@ -29,6 +29,23 @@ type RenewerOptions struct {
 	Batch int
 }
 
+// RenewalStore is what a renewal round finds its work by, over every
+// customer.
+type RenewalStore interface {
+	// ClaimDue locks one folder whose subscription expires before
+	// now+window or whose renewal mark is due, skipping locked rows, and
+	// runs fn on it; false when none is due.
+	ClaimDue(ctx context.Context, now time.Time, window time.Duration, skip ClaimSkip, fn LockedFunc) (bool, error)
+	// Missing lists folders that should have a subscription and have none,
+	// whose renewal mark (if any) is due.
+	Missing(ctx context.Context, now time.Time, skip ClaimSkip, limit int) ([]Target, error)
+	// RetireUnwanted retires the subscriptions of folders that should not
+	// have one.
+	RetireUnwanted(ctx context.Context) (int, error)
+	// CountExpiring counts the subscriptions that expire before now+window.
+	CountExpiring(ctx context.Context, now time.Time, window time.Duration) (int, error)
+}
+
 // Renewer is the background renewal job. Each round it (a) renews the
 // subscriptions that expire within the window or are marked for renewal,
 // re-creating those the provider has deleted, (b) creates the ones that
@@ -37,12 +54,14 @@ type RenewerOptions struct {
 // one database: every folder and retired row is claimed under a row lock
 // (SKIP LOCKED), so each is handled once.
 type Renewer struct {
-	svc *SubscriptionService
-	o   RenewerOptions
+	store RenewalStore
+	svc   *SubscriptionService
+	o     RenewerOptions
 }
 
-// NewRenewer returns a renewer working through svc.
-func NewRenewer(svc *SubscriptionService, o RenewerOptions) *Renewer {
+// NewRenewer returns a renewer that finds its work in store and does it
+// through svc.
+func NewRenewer(store RenewalStore, svc *SubscriptionService, o RenewerOptions) *Renewer {
 	if o.Window <= 0 {
 		o.Window = time.Hour
 	}
@@ -52,7 +71,7 @@ func NewRenewer(svc *SubscriptionService, o RenewerOptions) *Renewer {
 	if o.Batch <= 0 {
 		o.Batch = 500
 	}
-	return &Renewer{svc: svc, o: o}
+	return &Renewer{store: store, svc: svc, o: o}
 }
 
 // Run runs a round at once and then every interval until ctx ends. A round
@@ -62,9 +81,11 @@ func (r *Renewer) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if _, err := r.Round(ctx); err != nil {
+		_, err := r.Round(ctx)
+		if err != nil {
 			r.svc.log.WarnContext(ctx, "renewal round", "error", err.Error())
 		}
+		r.svc.metrics.round(err == nil)
 		select {
 		case <-ctx.Done():
 			return
@@ -80,7 +101,7 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 	var res RoundResult
 	stop := func() bool { return ctx.Err() != nil }
 	work := context.WithoutCancel(ctx)
-	n, err := s.store.CountExpiring(work, s.now(), r.o.Window)
+	n, err := r.store.CountExpiring(work, s.now(), r.o.Window)
 	if err != nil {
 		return res, err
 	}
@@ -94,7 +115,7 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 		now := s.now()
 		skip.Tenants = s.throttle.tenants(now)
 		fctx, cancel := context.WithTimeout(work, r.o.FolderTimeout)
-		claimed, err := s.store.ClaimDue(fctx, now, r.o.Window, skip, func(ctx context.Context, lf LockedFolder) (FolderUpdate, error) {
+		claimed, err := r.store.ClaimDue(fctx, now, r.o.Window, skip, func(ctx context.Context, lf LockedFolder) (FolderUpdate, error) {
 			skip.Folders = append(skip.Folders, lf.Folder.ID)
 			upd, result := s.renew(ctx, lf, now)
 			switch result {
@@ -120,7 +141,7 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 	// the provider failed, or its earlier create failed).
 	if !stop() {
 		now := s.now()
-		missing, err := s.store.Missing(work, now, ClaimSkip{Tenants: s.throttle.tenants(now)}, r.o.Batch)
+		missing, err := r.store.Missing(work, now, ClaimSkip{Tenants: s.throttle.tenants(now)}, r.o.Batch)
 		if err != nil {
 			return res, err
 		}
@@ -146,7 +167,7 @@ func (r *Renewer) Round(ctx context.Context) (RoundResult, error) {
 	// (c) Subscriptions that should not exist any more, then every
 	// retired one that is due.
 	if !stop() {
-		if _, err := s.store.RetireUnwanted(work); err != nil {
+		if _, err := r.store.RetireUnwanted(work); err != nil {
 			return res, err
 		}
 		deleted, err := s.deleteRetired(work, 0, stop)

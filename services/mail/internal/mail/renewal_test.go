@@ -41,7 +41,7 @@ func (e *env) expireAt(t *testing.T, folderID int64, at time.Time) {
 }
 
 func (e *env) renewer(svc *mail.SubscriptionService) *mail.Renewer {
-	return mail.NewRenewer(svc, mail.RenewerOptions{Window: time.Hour})
+	return mail.NewRenewer(e.store, svc, mail.RenewerOptions{Window: time.Hour})
 }
 
 func (e *env) round(t *testing.T) mail.RoundResult {
@@ -333,7 +333,7 @@ func TestRunStopsAfterTheFolderInHand(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		mail.NewRenewer(svc, mail.RenewerOptions{}).Run(ctx, time.Hour)
+		mail.NewRenewer(e.store, svc, mail.RenewerOptions{}).Run(ctx, time.Hour)
 	}()
 	<-entered
 	cancel()

@@ -14,6 +14,7 @@ type SubscriptionMetrics struct {
 	creates  *prometheus.CounterVec
 	deletes  *prometheus.CounterVec
 	orphans  prometheus.Counter
+	rounds   *prometheus.CounterVec
 }
 
 // Renewal results.
@@ -36,9 +37,11 @@ func NewSubscriptionMetrics(reg prometheus.Registerer) (*SubscriptionMetrics, er
 			Help: "Deletions of retired provider subscriptions by result (ok, failed)."}, []string{"result"}),
 		orphans: prometheus.NewCounter(prometheus.CounterOpts{Name: "mail_subscription_orphans_deleted_total",
 			Help: "Provider subscriptions deleted as orphans: made by a create whose answer never came (a timeout or a 5xx)."}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mail_renewal_rounds_total",
+			Help: "Renewal rounds run by this process, by result (ok, failed: the store failed)."}, []string{"result"}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.renewals, m.expiring, m.creates, m.deletes, m.orphans} {
+	for _, c := range []prometheus.Collector{m.renewals, m.expiring, m.creates, m.deletes, m.orphans, m.rounds} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -51,6 +54,7 @@ func NewSubscriptionMetrics(reg prometheus.Registerer) (*SubscriptionMetrics, er
 	for _, r := range []string{"ok", "failed"} {
 		m.creates.WithLabelValues(r)
 		m.deletes.WithLabelValues(r)
+		m.rounds.WithLabelValues(r)
 	}
 	return m, nil
 }
@@ -89,5 +93,11 @@ func (m *SubscriptionMetrics) delete(ok bool) {
 func (m *SubscriptionMetrics) orphan() {
 	if m != nil {
 		m.orphans.Inc()
+	}
+}
+
+func (m *SubscriptionMetrics) round(ok bool) {
+	if m != nil {
+		m.rounds.WithLabelValues(okOrFailed(ok)).Inc()
 	}
 }

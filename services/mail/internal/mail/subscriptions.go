@@ -202,9 +202,11 @@ type ClaimSkip struct {
 	Retired []string
 }
 
-// SubscriptionStore is what the subscription service and the renewal job
-// need of the store. Customer-facing methods are scoped by customer id; the
-// claims (renewal) range over every customer.
+// SubscriptionStore is what the subscription service needs of the store
+// (the toggles, the sync after a channel change, and the folder and
+// retired-subscription work the renewal job hands it). Customer-facing
+// methods are scoped by customer id; ClaimRetired for 0 ranges over every
+// customer.
 type SubscriptionStore interface {
 	Channel(ctx context.Context, customerID, id int64) (Channel, error)
 	AllFolders(ctx context.Context, customerID, channelID int64) ([]Folder, error)
@@ -218,21 +220,9 @@ type SubscriptionStore interface {
 	// WithFolderLock runs fn with the folder's row locked and applies its
 	// update in the same transaction.
 	WithFolderLock(ctx context.Context, customerID, folderID int64, fn LockedFunc) error
-	// ClaimDue locks one folder whose subscription expires before
-	// now+window or whose renewal mark is due, skipping locked rows, and
-	// runs fn on it; false when none is due.
-	ClaimDue(ctx context.Context, now time.Time, window time.Duration, skip ClaimSkip, fn LockedFunc) (bool, error)
-	// Missing lists folders that should have a subscription and have none,
-	// whose renewal mark (if any) is due.
-	Missing(ctx context.Context, now time.Time, skip ClaimSkip, limit int) ([]Target, error)
-	// RetireUnwanted retires the subscriptions of folders that should not
-	// have one.
-	RetireUnwanted(ctx context.Context) (int, error)
 	// ClaimRetired locks one retired subscription (of customerID, or of
 	// anyone for 0) that is new or due and runs fn on it.
 	ClaimRetired(ctx context.Context, customerID int64, now time.Time, skip ClaimSkip, fn func(ctx context.Context, r RetiredSubscription) RetiredResult) (bool, error)
-	// CountExpiring counts the subscriptions that expire before now+window.
-	CountExpiring(ctx context.Context, now time.Time, window time.Duration) (int, error)
 }
 
 // SubscriptionOptions configure a SubscriptionService.

@@ -13,6 +13,7 @@ import (
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/natstest"
 	"supportplatform.dev/pkg/randid"
+	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/replier"
 )
@@ -49,7 +50,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	if err := harness.EnsureEventsStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bus, err := natsbus.Connect(urls["importworker"], "importworker", names, log)
+	bus, err := natsbus.Connect(urls["importreply"], "importreply", names, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &fakeSender{script: []error{nil, graphErr(503, "ServiceUnavailable")}}
+	s := &fakeSender{script: []error{nil, sendErr(replier.ErrThrottled, "status 503 ServiceUnavailable")}}
 	err = replier.Start(ctx, bus, postgres.New(e.pool, time.Now), s, replier.Options{
 		Config:  replier.Config{Backoff: []string{"300ms", "300ms"}, SendTimeout: 5 * time.Second, Concurrency: 2},
 		Metrics: metrics, Log: log})
@@ -99,7 +100,7 @@ func TestConsumerOnJetStream(t *testing.T) {
 	ev := e.event("mail", 800, nil)
 	publish(ev)
 	waitFor(t, "the first reply to be sent and acked", settled(1))
-	if calls := s.sent(); len(calls) != 1 || calls[0].Mail.Headers[replier.HeaderReply] != "11.800" {
+	if calls := s.sent(); len(calls) != 1 || calls[0].Mail.Headers[mail.HeaderReply] != "11.800" {
 		t.Fatalf("sent %+v", calls)
 	}
 	if rec := e.record(t, 800); rec.Status != replier.StatusSent {

@@ -36,21 +36,13 @@ import (
 
 	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/contracts"
-	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/mail"
 )
 
-// Headers of every mail the replier sends. Graph accepts only custom
-// headers whose names start with X-.
-const (
-	// HeaderReply carries the reply's idempotency key, <customerID>.<messageID>.
-	// The import worker skips inbound mails that carry it (our own replies,
-	// seen again in a monitored folder), and an operator finds a reply in
-	// Sent Items by it.
-	HeaderReply = graph.HeaderReply
-	// HeaderTicket carries the ticket id.
-	HeaderTicket = "X-SupportPlatform-Ticket"
-)
+// HeaderTicket carries the ticket id on every mail the replier sends,
+// beside mail.HeaderReply. Graph accepts only custom headers whose names
+// start with X-.
+const HeaderTicket = "X-SupportPlatform-Ticket"
 
 // Statuses of a reply's row.
 const (
@@ -75,7 +67,8 @@ type Reply struct {
 	CustomerID, MessageID, TicketID, ChannelID int64
 }
 
-// Key is the reply's idempotency key and the value of HeaderReply.
+// Key is the reply's idempotency key, <customerID>.<messageID>: the value
+// of mail.HeaderReply.
 func (r Reply) Key() string {
 	return strconv.FormatInt(r.CustomerID, 10) + "." + strconv.FormatInt(r.MessageID, 10)
 }
@@ -144,14 +137,58 @@ type Store interface {
 	FinishReply(ctx context.Context, r Reply, attempt int, f Finish) (bool, error)
 }
 
-// Sender sends mail through Graph (*graph.Client). Both answer Graph's 202.
+// Sender sends mail through Graph (graph.ReplySender). Both answer Graph's
+// 202. Failures the replier decides by are *SendError.
 type Sender interface {
 	// Reply answers the mailbox's message messageID (Graph threads it and
-	// sends it to the message's sender).
-	Reply(ctx context.Context, tenant, mailbox, messageID string, m graph.OutgoingMail) error
+	// sends it to the message's sender); errors.Is(err, ErrNotFound) when
+	// that message is gone.
+	Reply(ctx context.Context, tenant, mailbox, messageID string, m OutgoingMail) error
 	// SendMail sends a new mail from the mailbox.
-	SendMail(ctx context.Context, tenant, mailbox string, m graph.OutgoingMail) error
+	SendMail(ctx context.Context, tenant, mailbox string, m OutgoingMail) error
 }
+
+// Address is a mail address with its display name.
+type Address struct {
+	Name    string
+	Address string
+}
+
+// OutgoingMail is a reply the platform sends for an agent.
+type OutgoingMail struct {
+	Subject string
+	// Text is the body, sent as plain text.
+	Text string
+	// To is empty for a reply (the provider answers the message's sender).
+	To []Address
+	// Headers are custom internet message headers (names start with X-).
+	Headers map[string]string
+}
+
+// The classes of a Sender's failures (errors.Is). A failure of none of
+// them (the network, a timeout, an unknown kind) is retried.
+var (
+	// ErrThrottled: the provider shed the call or failed transiently;
+	// retry, after SendError.RetryAfter when it asked for a wait.
+	ErrThrottled = errors.New("throttled by the provider")
+	// ErrRefused: the provider or its token endpoint refused the mail for
+	// good (the mailbox or permission is wrong, the mail is refused).
+	ErrRefused = errors.New("refused by the provider")
+	// ErrNotFound: the message replied to is gone from the mailbox.
+	ErrNotFound = errors.New("not found at the provider")
+)
+
+// SendError is a Sender's failure with its class (one of the Err values
+// above); its text is the cause's.
+type SendError struct {
+	Class error
+	// RetryAfter is the wait the provider asked for (0: none).
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *SendError) Error() string   { return e.Err.Error() }
+func (e *SendError) Unwrap() []error { return []error{e.Class, e.Err} }
 
 // Outcomes of one delivery of a reply's event (the metric's label).
 const (
@@ -171,7 +208,7 @@ var outcomes = []string{OutcomeSent, OutcomeRetry, OutcomeFailed, OutcomeUnknown
 // ErrOutcomeUnknown is the recorded failure of a reply whose attempt died
 // between handing the mail to Graph and recording Graph's answer.
 var ErrOutcomeUnknown = errors.New("outcome unknown: an attempt was interrupted while Graph was sending the mail; " +
-	"it was not sent again to avoid a duplicate (look for it in the mailbox's Sent Items by its " + HeaderReply + " header, and resend it if it is missing)")
+	"it was not sent again to avoid a duplicate (look for it in the mailbox's Sent Items by its " + mail.HeaderReply + " header, and resend it if it is missing)")
 
 // Delivery is where an event's delivery stands in the redelivery schedule.
 type Delivery struct {
@@ -369,10 +406,10 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 	if err != nil {
 		return "", err
 	}
-	m := graph.OutgoingMail{
+	m := OutgoingMail{
 		Subject: Subject(data.Subject, data.TicketRef),
 		Text:    data.Text,
-		Headers: map[string]string{HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
+		Headers: map[string]string{mail.HeaderReply: r.Key(), HeaderTicket: strconv.FormatInt(r.TicketID, 10)},
 	}
 	// Graph's paths take the mailbox user's id (an alias fails there); a
 	// channel not resolved yet is named by its address, as before.
@@ -384,7 +421,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 	}
 	if data.ReplyToProviderID != "" {
 		err := h.sender.Reply(ctx, tenant, mailbox, data.ReplyToProviderID, m)
-		if !graph.IsNotFound(err) {
+		if !errors.Is(err, ErrNotFound) {
 			return MethodReply, err
 		}
 		if strings.TrimSpace(data.To.Address) == "" {
@@ -392,7 +429,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 		}
 		log.InfoContext(ctx, "the end user's mail is gone from the mailbox; sending a new mail", "providerID", data.ReplyToProviderID)
 	}
-	m.To = []graph.Address{{Name: data.To.Name, Address: strings.TrimSpace(data.To.Address)}}
+	m.To = []Address{{Name: data.To.Name, Address: strings.TrimSpace(data.To.Address)}}
 	return MethodSendMail, h.sender.SendMail(ctx, tenant, mailbox, m)
 }
 
@@ -400,32 +437,24 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, r Reply, ch mail.C
 // schedule's, or Graph's Retry-After when that is longer.
 func (h *Handler) delay(n int, err error) time.Duration {
 	d := h.backoff[min(max(n, 1)-1, len(h.backoff)-1)]
-	if after, ok := graph.RetryAfter(err); ok && after > d {
-		d = after
+	var se *SendError
+	if errors.As(err, &se) && se.RetryAfter > d {
+		d = se.RetryAfter
 	}
 	return d
 }
 
 // Transient reports whether a failed send may succeed later: Graph or the
 // token endpoint throttled or failed with a transient 5xx (after the
-// client's own retries), or the request did not complete (transport,
-// timeout). Other Graph answers (4xx: the mailbox or permission is wrong,
-// the mail is refused) and a refused token are permanent. Errors of unknown
-// kind (a context that ended mid-call) are retried: the schedule bounds
-// them.
+// client's own retries, ErrThrottled), or the request did not complete
+// (transport, timeout). A refusal (ErrRefused, ErrNotFound) is permanent.
+// Errors of unknown kind (a context that ended mid-call) are retried: the
+// schedule bounds them.
 func Transient(err error) bool {
-	if graph.IsThrottled(err) {
+	if errors.Is(err, ErrThrottled) {
 		return true
 	}
-	var ge *graph.Error
-	if errors.As(err, &ge) {
-		return false
-	}
-	var te *graph.TokenError
-	if errors.As(err, &te) {
-		return te.Status == 0
-	}
-	return true
+	return !errors.Is(err, ErrRefused) && !errors.Is(err, ErrNotFound)
 }
 
 // subjectRefs are ticket references in a subject: tickets' signed

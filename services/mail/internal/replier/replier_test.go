@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"supportplatform.dev/pkg/clocktest"
 	"supportplatform.dev/pkg/contracts"
 	"supportplatform.dev/pkg/postgres/pgtest"
-	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/mail"
 	"supportplatform.dev/services/mail/internal/postgres"
 	"supportplatform.dev/services/mail/internal/replier"
@@ -25,7 +25,7 @@ import (
 // sent is one call the fake sender received.
 type sent struct {
 	Method, Tenant, Mailbox, MessageID string
-	Mail                               graph.OutgoingMail
+	Mail                               replier.OutgoingMail
 }
 
 // fakeSender records calls and answers each with the next scripted error
@@ -54,11 +54,11 @@ func (f *fakeSender) next(c sent) error {
 	return err
 }
 
-func (f *fakeSender) Reply(_ context.Context, tenant, mailbox, messageID string, m graph.OutgoingMail) error {
+func (f *fakeSender) Reply(_ context.Context, tenant, mailbox, messageID string, m replier.OutgoingMail) error {
 	return f.next(sent{Method: replier.MethodReply, Tenant: tenant, Mailbox: mailbox, MessageID: messageID, Mail: m})
 }
 
-func (f *fakeSender) SendMail(_ context.Context, tenant, mailbox string, m graph.OutgoingMail) error {
+func (f *fakeSender) SendMail(_ context.Context, tenant, mailbox string, m replier.OutgoingMail) error {
 	return f.next(sent{Method: replier.MethodSendMail, Tenant: tenant, Mailbox: mailbox, Mail: m})
 }
 
@@ -178,8 +178,9 @@ func handle(t *testing.T, h *replier.Handler, ev contracts.Event[contracts.Reply
 	return res
 }
 
-func graphErr(status int, code string) *graph.Error {
-	return &graph.Error{Op: "send mail", Status: status, Code: code, Message: code}
+// sendErr is a send's failure as graph.ReplySender classes it.
+func sendErr(class error, text string) *replier.SendError {
+	return &replier.SendError{Class: class, Err: errors.New(text)}
 }
 
 func TestSendChoiceAndMail(t *testing.T) {
@@ -198,7 +199,7 @@ func TestSendChoiceAndMail(t *testing.T) {
 		{name: "a new mail without a mail to answer", wantCalls: []string{replier.MethodSendMail}, wantMethod: replier.MethodSendMail,
 			wantSubj: "Re: Internet down [#7-K7QX9M2PAB]"},
 		{name: "the answered mail is gone: a new mail", edit: func(d *contracts.ReplySent) { d.ReplyToProviderID = "AAMk-gone" },
-			script: []error{graphErr(404, "ErrorItemNotFound")}, wantCalls: []string{replier.MethodReply, replier.MethodSendMail},
+			script: []error{sendErr(replier.ErrNotFound, "status 404 ErrorItemNotFound")}, wantCalls: []string{replier.MethodReply, replier.MethodSendMail},
 			wantMethod: replier.MethodSendMail, wantSubj: "Re: Internet down [#7-K7QX9M2PAB]"},
 		{name: "subject with Re: and the reference already", edit: func(d *contracts.ReplySent) { d.Subject = "RE: Internet down [#7-K7QX9M2PAB]" },
 			wantCalls: []string{replier.MethodSendMail}, wantMethod: replier.MethodSendMail, wantSubj: "RE: Internet down [#7-K7QX9M2PAB]"},
@@ -222,7 +223,7 @@ func TestSendChoiceAndMail(t *testing.T) {
 				}
 				m := c.Mail
 				if m.Text != ev.Data.Text || m.Subject != tc.wantSubj ||
-					m.Headers[replier.HeaderReply] != "11."+itoa(id) || m.Headers[replier.HeaderTicket] != "7" || len(m.Headers) != 2 {
+					m.Headers[mail.HeaderReply] != "11."+itoa(id) || m.Headers[replier.HeaderTicket] != "7" || len(m.Headers) != 2 {
 					t.Fatalf("call %d mail: %+v", j, m)
 				}
 				switch c.Method {
@@ -231,7 +232,7 @@ func TestSendChoiceAndMail(t *testing.T) {
 						t.Fatalf("reply: %+v", c)
 					}
 				case replier.MethodSendMail:
-					if len(m.To) != 1 || m.To[0] != (graph.Address{Name: "Erika Muster", Address: "erika@example.org"}) {
+					if len(m.To) != 1 || m.To[0] != (replier.Address{Name: "Erika Muster", Address: "erika@example.org"}) {
 						t.Fatalf("sendMail to %+v", m.To)
 					}
 				}
@@ -265,7 +266,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestRetryThenSuccess(t *testing.T) {
 	e := newEnv(t)
-	s := &fakeSender{script: []error{graphErr(503, "ServiceUnavailable"), &url.Error{Op: "Post", URL: "https://graph", Err: errors.New("connection reset")}}}
+	s := &fakeSender{script: []error{sendErr(replier.ErrThrottled, "status 503 ServiceUnavailable"), &url.Error{Op: "Post", URL: "https://graph", Err: errors.New("connection reset")}}}
 	h := e.handler(s)
 	ev := e.event("mail", 200, nil)
 
@@ -305,8 +306,8 @@ func TestRetryThenSuccess(t *testing.T) {
 
 func TestRetryAfterOutlastsBackoff(t *testing.T) {
 	e := newEnv(t)
-	throttled := graphErr(429, "TooManyRequests")
-	throttled.RetryAfter, throttled.HasRetryAfter = 7500*time.Millisecond, true
+	throttled := sendErr(replier.ErrThrottled, "status 429 TooManyRequests")
+	throttled.RetryAfter = 7500 * time.Millisecond
 	res := handle(t, e.handler(&fakeSender{script: []error{throttled}}), e.event("mail", 300, nil), 1, false)
 	if res.Outcome != replier.OutcomeRetry || res.RetryIn != 7500*time.Millisecond {
 		t.Fatalf("%+v", res)
@@ -320,10 +321,10 @@ func TestFailures(t *testing.T) {
 		last    bool
 		wantErr string
 	}{
-		{name: "forbidden mailbox", err: graphErr(403, "ErrorAccessDenied"), wantErr: "403"},
-		{name: "token refused", err: &graph.TokenError{TenantID: "contoso.onmicrosoft.com", Status: 400, Code: "invalid_client",
-			Description: "AADSTS7000215: Invalid client secret"}, wantErr: "AADSTS7000215"},
-		{name: "transient on the last attempt", err: graphErr(502, "BadGateway"), last: true, wantErr: "502"},
+		{name: "forbidden mailbox", err: sendErr(replier.ErrRefused, "status 403 ErrorAccessDenied"), wantErr: "403"},
+		{name: "token refused", err: sendErr(replier.ErrRefused,
+			"token for tenant contoso.onmicrosoft.com: status 400 invalid_client: AADSTS7000215: Invalid client secret"), wantErr: "AADSTS7000215"},
+		{name: "transient on the last attempt", err: sendErr(replier.ErrThrottled, "status 502 BadGateway"), last: true, wantErr: "502"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -493,14 +494,10 @@ func TestTransient(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"429", graphErr(429, "TooManyRequests"), true},
-		{"503", graphErr(503, ""), true},
-		{"501", graphErr(501, ""), false},
-		{"400", graphErr(400, "ErrorInvalidRecipients"), false},
-		{"401", graphErr(401, "InvalidAuthenticationToken"), false},
-		{"token refused", &graph.TokenError{Status: 401, Code: "invalid_client"}, false},
-		{"token endpoint down", &graph.TokenError{Err: errors.New("dial tcp: refused")}, true},
-		{"token endpoint 503", &graph.TokenError{Status: 503}, true},
+		{"throttled", sendErr(replier.ErrThrottled, "status 429"), true},
+		{"refused", sendErr(replier.ErrRefused, "status 400 ErrorInvalidRecipients"), false},
+		{"gone", sendErr(replier.ErrNotFound, "status 404"), false},
+		{"wrapped refusal", fmt.Errorf("send: %w", sendErr(replier.ErrRefused, "status 403")), false},
 		{"transport", &url.Error{Op: "Post", URL: "u", Err: errors.New("EOF")}, true},
 		{"deadline", context.DeadlineExceeded, true},
 	}

@@ -40,7 +40,7 @@ func TestConsumersWithTheServicesRights(t *testing.T) {
 		t.Cleanup(func() { _ = b.Close(context.Background()) })
 		return b
 	}
-	worker, ingest, tk := connect("importworker"), connect("mailingest"), connect("tickets")
+	worker, ingest, tk := connect("importreply"), connect("mailingest"), connect("tickets")
 
 	if _, err := natsbus.Serve(ingest, contracts.RPCChannel, contracts.QueueMail,
 		func(_ context.Context, r contracts.ChannelRequest) (contracts.ChannelReply, error) {

@@ -27,11 +27,13 @@ import (
 	"supportplatform.dev/pkg/natsbus"
 	"supportplatform.dev/pkg/servicetest"
 	"supportplatform.dev/services/mail/internal/graph"
+	"supportplatform.dev/services/mail/internal/importer"
 	"supportplatform.dev/services/mail/internal/queue"
+	"supportplatform.dev/services/mail/internal/replier"
 )
 
 func TestMigrateAndCommands(t *testing.T) {
-	servicetest.MigrateTest(t, "importworker", run, "mail",
+	servicetest.MigrateTest(t, "importreply", run, "mail",
 		[]string{"channel_folders", "channel_suspensions", "channels", "mailbox_users", "outbox", "provider_connection_states", "provider_connections", "retired_subscriptions", "schema_migrations", "sent_replies"},
 		map[string]string{"IMPORT_CONCURRENCY": "0"},
 		map[string]string{"IMPORT_PAGE_SIZE": "5000"},
@@ -45,7 +47,7 @@ func TestMigrateAndCommands(t *testing.T) {
 // and wait for the gate (held in flight across SIGTERM).
 type fakeGraph struct {
 	mu      sync.Mutex
-	mails   []graph.Message
+	mails   []importer.Message
 	rounds  int
 	gate    chan struct{}
 	entered chan string
@@ -60,26 +62,26 @@ func (g *fakeGraph) hold(what string) {
 	}
 }
 
-func (g *fakeGraph) MessagesDelta(_ context.Context, tenant string, q graph.DeltaQuery, link string) (graph.DeltaPage, error) {
+func (g *fakeGraph) MessagesDelta(_ context.Context, tenant string, q importer.DeltaQuery, link string) (importer.DeltaPage, error) {
 	g.hold("import")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.rounds++
 	if tenant != "contoso.onmicrosoft.com" || q.Mailbox != "support@contoso.com" || q.FolderID != "inbox" {
-		return graph.DeltaPage{}, fmt.Errorf("fake graph: %s %+v", tenant, q)
+		return importer.DeltaPage{}, fmt.Errorf("fake graph: %s %+v", tenant, q)
 	}
 	if link != "" {
-		return graph.DeltaPage{DeltaLink: "delta:2"}, nil
+		return importer.DeltaPage{DeltaLink: "delta:2"}, nil
 	}
-	var page graph.DeltaPage
+	var page importer.DeltaPage
 	for _, m := range g.mails {
-		page.Messages = append(page.Messages, graph.MessageChange{ID: m.ID, From: m.From, ReceivedDateTime: m.ReceivedDateTime})
+		page.Messages = append(page.Messages, importer.MessageChange{ID: m.ID, From: m.From, ReceivedDateTime: m.ReceivedDateTime})
 	}
 	page.DeltaLink = "delta:1"
 	return page, nil
 }
 
-func (g *fakeGraph) Message(_ context.Context, _, _, id string) (graph.Message, error) {
+func (g *fakeGraph) Message(_ context.Context, _, _, id string) (importer.Message, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, m := range g.mails {
@@ -87,23 +89,25 @@ func (g *fakeGraph) Message(_ context.Context, _, _, id string) (graph.Message, 
 			return m, nil
 		}
 	}
-	return graph.Message{}, &graph.Error{Status: http.StatusNotFound}
+	return importer.Message{}, notFound
 }
 
-func (g *fakeGraph) Attachments(context.Context, string, string, string) ([]graph.Attachment, error) {
+func (g *fakeGraph) Attachments(context.Context, string, string, string) ([]importer.Attachment, error) {
 	return nil, nil
 }
 
 func (g *fakeGraph) AttachmentContent(context.Context, string, string, string, string) (io.ReadCloser, error) {
-	return nil, &graph.Error{Status: http.StatusNotFound}
+	return nil, notFound
 }
 
+var notFound = &importer.ProviderError{Class: importer.ErrNotFound, Err: errors.New("fake graph: 404")}
+
 // Reply and SendMail send only in the SIGTERM test (with a gate).
-func (g *fakeGraph) Reply(ctx context.Context, tenant, mailbox, _ string, m graph.OutgoingMail) error {
+func (g *fakeGraph) Reply(ctx context.Context, tenant, mailbox, _ string, m replier.OutgoingMail) error {
 	return g.SendMail(ctx, tenant, mailbox, m)
 }
 
-func (g *fakeGraph) SendMail(context.Context, string, string, graph.OutgoingMail) error {
+func (g *fakeGraph) SendMail(context.Context, string, string, replier.OutgoingMail) error {
 	if g.gate == nil {
 		return errors.New("not in this test")
 	}
@@ -125,12 +129,12 @@ func withGraph(g MailGraph, got *Config) servicetest.Run {
 
 func TestServeImportsAndStops(t *testing.T) {
 	now := time.Now()
-	g := &fakeGraph{mails: []graph.Message{
-		{ID: "AAMk-1", Subject: "Printer on fire", From: graph.Address{Name: "Jane", Address: "jane@fabrikam.com"}, ReceivedDateTime: now, BodyText: "help"},
-		{ID: "AAMk-2", Subject: "Re: Printer", From: graph.Address{Address: "support@contoso.com"}, ReceivedDateTime: now}, // our own
+	g := &fakeGraph{mails: []importer.Message{
+		{ID: "AAMk-1", Subject: "Printer on fire", From: importer.Address{Name: "Jane", Address: "jane@fabrikam.com"}, ReceivedDateTime: now, BodyText: "help"},
+		{ID: "AAMk-2", Subject: "Re: Printer", From: importer.Address{Address: "support@contoso.com"}, ReceivedDateTime: now}, // our own
 	}}
 	var cfg Config
-	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Env: map[string]string{"IMPORT_CONCURRENCY": "3"}})
+	svc := servicetest.Start(t, "importreply", withGraph(g, &cfg), servicetest.Options{Env: map[string]string{"IMPORT_CONCURRENCY": "3"}})
 	if cfg.Concurrency != 3 || cfg.AckWait != 2*time.Minute || cfg.Lookback != 24*time.Hour || cfg.PageSize != 50 ||
 		cfg.AttachmentMaxBytes != 25<<20 || cfg.MaxDeliver != 6 {
 		t.Fatalf("config %+v", cfg)
@@ -214,10 +218,10 @@ func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
 	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	now := time.Now()
-	g := &fakeGraph{mails: []graph.Message{{ID: "AAMk-1", Subject: "Printer on fire", From: graph.Address{Address: "jane@fabrikam.com"},
+	g := &fakeGraph{mails: []importer.Message{{ID: "AAMk-1", Subject: "Printer on fire", From: importer.Address{Address: "jane@fabrikam.com"},
 		ReceivedDateTime: now, BodyText: "help"}}, gate: make(chan struct{}), entered: make(chan string, 4)}
 	var cfg Config
-	svc := servicetest.Start(t, "importworker", withGraph(g, &cfg), servicetest.Options{Context: sig,
+	svc := servicetest.Start(t, "importreply", withGraph(g, &cfg), servicetest.Options{Context: sig,
 		Env: map[string]string{"SHUTDOWN_GRACE": "20s"}})
 	ctx := context.Background()
 	conn, bus, channelID, folderID := queueImport(t, svc, now)

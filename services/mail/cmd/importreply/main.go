@@ -1,4 +1,4 @@
-// Command importworker is the mail context's import worker: it consumes
+// Command importreply imports mail and sends replies for the mail context: it consumes
 // folder import requests from MAIL_IMPORT, runs a Microsoft Graph delta
 // query per folder and publishes one message per new mail to MAIL_INBOUND
 // (attachment bytes in the MAIL_ATTACHMENTS bucket), for tickets; and it
@@ -7,8 +7,8 @@
 // PostgreSQL advisory lock per folder). Its HTTP port serves only /healthz,
 // /readyz and /metrics.
 //
-//	importworker            serve (migrations are applied at start)
-//	importworker migrate    apply migrations and exit
+//	importreply            serve (migrations are applied at start)
+//	importreply migrate    apply migrations and exit
 package main
 
 import (
@@ -81,7 +81,7 @@ type MailGraph interface {
 // take their mailbox slots from limiter (shared by every replica).
 type GraphFactory func(cfg Config, now func() time.Time, limiter graph.MailboxLimiter) (MailGraph, error)
 
-func main() { boot.Main("importworker", run) }
+func main() { boot.Main("importreply", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	return runWith(ctx, args, getenv, stdout, newGraph)
@@ -94,7 +94,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	// No outbox relay: mailingest relays the mail schema's outbox; the
 	// store wakes it with a NOTIFY after each commit (deps.OutboxWake).
-	opts := boot.Options{Service: "importworker", Schema: postgres.Schema, Migrations: postgres.Migrations()}
+	opts := boot.Options{Service: "importreply", Schema: postgres.Schema, Migrations: postgres.Migrations()}
 	cmd, err := boot.Command(args)
 	if err != nil {
 		return err
