@@ -133,6 +133,20 @@ func (b *Bus) DrainSubscriptions(ctx context.Context) error {
 	for _, c := range consumers {
 		c.Drain()
 	}
+	// Said so that an operator (and a shutdown test) sees what the shutdown
+	// waits for: RPC handlers running, consumers whose handlers have not
+	// all returned.
+	open := 0
+	for _, c := range consumers {
+		select {
+		case <-c.Closed():
+		default:
+			open++
+		}
+	}
+	if rpcs := b.inflight.Load(); rpcs > 0 || open > 0 {
+		b.log.Info("shutdown: waiting for the handlers in hand", "rpcs", rpcs, "consumers", open)
+	}
 	done := func() bool {
 		if b.inflight.Load() > 0 {
 			return false

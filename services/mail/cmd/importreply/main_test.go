@@ -222,7 +222,7 @@ func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
 		ReceivedDateTime: now, BodyText: "help"}}, gate: make(chan struct{}), entered: make(chan string, 4)}
 	var cfg Config
 	svc := servicetest.Start(t, "importreply", withGraph(g, &cfg), servicetest.Options{Context: sig,
-		Env: map[string]string{"SHUTDOWN_GRACE": "20s"}})
+		Env: map[string]string{"SHUTDOWN_GRACE": "20s", "LOG_LEVEL": "info"}})
 	ctx := context.Background()
 	conn, bus, channelID, folderID := queueImport(t, svc, now)
 	ev := contracts.Event[contracts.ReplySent]{ID: "ev-sigterm", Type: contracts.EventReplySent, CustomerID: 5, OccurredAt: now,
@@ -261,8 +261,12 @@ func TestSIGTERMFinishesImportAndReplyInHand(t *testing.T) {
 		}
 	}
 	// The shutdown waits on the two in hand (as servicetest.ShutdownTest
-	// waits on RPCs in hand).
-	time.Sleep(300 * time.Millisecond)
+	// waits on RPCs in hand): it says so, and run has not returned.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(svc.Logs(), "shutdown: waiting for the handlers in hand"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shutdown did not wait for the handlers in hand:\n%s", svc.Logs())
+		}
+	}
 	if svc.Returned() {
 		t.Fatalf("run returned with an import and a reply in hand:\n%s", svc.Logs())
 	}
