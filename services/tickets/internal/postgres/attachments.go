@@ -164,3 +164,73 @@ func (s *Store) SweepBlobs(ctx context.Context, limit int, del func(ctx context.
 	}
 	return deleted, delErr
 }
+
+// claimAttachments stores the metadata of attachments whose bytes are
+// written, as attachments of message, and takes their keys off the garbage
+// list. When a key is no longer listed (the sweeper took it: the writer
+// outlived its due time) it is an Unavailable error and nothing is stored.
+// The customer's attachments must fit in quota bytes with them
+// (tickets.CheckQuota): the insert's trigger adds their sizes to the
+// customer's attachment_usage row, which stays locked until the commit, so
+// the figure read after it is exact and concurrent claims queue.
+func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment, quota int64) ([]tickets.Attachment, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(in))
+	names := make([]string, len(in))
+	types := make([]string, len(in))
+	sizes := make([]int64, len(in))
+	sums := make([]string, len(in))
+	var added int64
+	for i, a := range in {
+		keys[i], names[i], types[i], sizes[i], sums[i] = a.Key, a.FileName, a.ContentType, a.Size, a.SHA256
+		added += a.Size
+	}
+	var claimed int
+	if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM blob_garbage WHERE object_key = ANY($1) RETURNING 1)
+		SELECT count(*) FROM gone`, keys).Scan(&claimed); err != nil {
+		return nil, err
+	}
+	if claimed != len(keys) {
+		// The sweeper has deleted (or is deleting) the bytes.
+		return nil, apperr.E(apperr.Unavailable, "the upload took too long; send it again")
+	}
+	rows, err := collectAll[attachmentRow](tx.Query(ctx, `INSERT INTO attachments (customer_id, message_id, file_name,
+		content_type, size, sha256, object_key, created_at)
+		SELECT $1, $2, f, c, n, h, k, $8 FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[]) AS u(f, c, n, h, k)
+		RETURNING `+attachmentCols, customerID, messageID, names, types, sizes, sums, keys, s.now()))
+	if err != nil {
+		return nil, postgres.Error(err, "attachment")
+	}
+	out := convert(rows, attachmentRow.attachment)
+	var used int64
+	if err := tx.QueryRow(ctx, `SELECT bytes FROM attachment_usage WHERE customer_id = $1`, customerID).Scan(&used); err != nil {
+		return nil, err
+	}
+	if err := tickets.CheckQuota(used-added, quota, added); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReserveBlobs lists keys as garbage due at due, before their bytes are
+// written for a message that does not exist yet (the mail import).
+func (s *Store) ReserveBlobs(ctx context.Context, keys []string, due time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.db.Exec(ctx, `INSERT INTO blob_garbage (object_key, queued_at, not_before)
+		SELECT k, $3, $2 FROM unnest($1::text[]) AS k`, keys, due, s.now())
+	return postgres.Error(err, "attachment")
+}
+
+// DiscardBlobs makes listed keys due at once: bytes written for nothing
+// (a duplicate mail) go in the sweeper's next round.
+func (s *Store) DiscardBlobs(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.db.Exec(ctx, `UPDATE blob_garbage SET not_before = '-infinity' WHERE object_key = ANY($1)`, keys)
+	return postgres.Error(err, "attachment")
+}

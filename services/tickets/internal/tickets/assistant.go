@@ -310,3 +310,13 @@ func (a *AssistantFeedback) Report(ctx context.Context, customerID int64, w Feed
 	}
 	return a.store.FeedbackReport(ctx, customerID, w)
 }
+
+// PromptDocument is knowledge-base context for answering a message.
+type PromptDocument struct {
+	DocumentID int64
+	Title      string
+	Content    string
+	// Score is the document's similarity to the message, in [0, 1] (0
+	// when it was ordered by the links' relevance alone).
+	Score float64
+}
