@@ -46,52 +46,18 @@ func importClass(err error) error {
 }
 
 func (s ImportSource) MessagesDelta(ctx context.Context, tenant string, q importer.DeltaQuery, link string) (importer.DeltaPage, error) {
-	page, err := s.c.MessagesDelta(ctx, tenant, DeltaQuery(q), link)
-	if err != nil {
-		return importer.DeltaPage{}, importClass(err)
-	}
-	out := importer.DeltaPage{NextLink: page.NextLink, DeltaLink: page.DeltaLink, Messages: make([]importer.MessageChange, len(page.Messages))}
-	for i, m := range page.Messages {
-		out.Messages[i] = importer.MessageChange{ID: m.ID, Removed: m.Removed, ReceivedDateTime: m.ReceivedDateTime,
-			From: importer.Address(m.From), Subject: m.Subject, IsDraft: m.IsDraft}
-	}
-	return out, nil
+	page, err := s.c.MessagesDelta(ctx, tenant, q, link)
+	return page, importClass(err)
 }
 
 func (s ImportSource) Message(ctx context.Context, tenant, mailbox, id string) (importer.Message, error) {
 	m, err := s.c.Message(ctx, tenant, mailbox, id)
-	if err != nil {
-		return importer.Message{}, importClass(err)
-	}
-	return importer.Message{ID: m.ID, ReceivedDateTime: m.ReceivedDateTime, Subject: m.Subject,
-		From: importer.Address(m.From), Sender: importer.Address(m.Sender),
-		To: importAddresses(m.To), Cc: importAddresses(m.Cc), ReplyTo: importAddresses(m.ReplyTo),
-		InternetMessageID: m.InternetMessageID, ConversationID: m.ConversationID,
-		InReplyTo: m.InReplyTo, References: m.References, Headers: m.Headers,
-		BodyHTML: m.BodyHTML, BodyText: m.BodyText, HasAttachments: m.HasAttachments}, nil
-}
-
-func importAddresses(as []Address) []importer.Address {
-	if as == nil {
-		return nil
-	}
-	out := make([]importer.Address, len(as))
-	for i, a := range as {
-		out[i] = importer.Address(a)
-	}
-	return out
+	return m, importClass(err)
 }
 
 func (s ImportSource) Attachments(ctx context.Context, tenant, mailbox, messageID string) ([]importer.Attachment, error) {
 	list, err := s.c.Attachments(ctx, tenant, mailbox, messageID)
-	if err != nil {
-		return nil, importClass(err)
-	}
-	out := make([]importer.Attachment, len(list))
-	for i, a := range list {
-		out[i] = importer.Attachment(a)
-	}
-	return out, nil
+	return list, importClass(err)
 }
 
 func (s ImportSource) AttachmentContent(ctx context.Context, tenant, mailbox, messageID, attachmentID string) (io.ReadCloser, error) {

@@ -2,7 +2,8 @@ package graph
 
 import (
 	"errors"
-	"time"
+
+	"supportplatform.dev/services/mail/internal/importer"
 )
 
 // The mail side of Graph: what the import reads (delta queries, messages,
@@ -14,83 +15,34 @@ import (
 // the error code syncStateNotFound / resyncRequired): start a full resync.
 var ErrSyncStateNotFound = errors.New("graph: delta sync state not found; resync the folder")
 
-// Address is a mail address with its display name (Graph's emailAddress).
-type Address struct {
-	Name    string
-	Address string
-}
-
-// DeltaQuery starts a delta round of one folder's messages.
-type DeltaQuery struct {
-	// Mailbox is the user's address or id; FolderID the folder's id or a
-	// well-known name (inbox).
-	Mailbox, FolderID string
-	// Since, when not zero, limits a first round to messages received at or
-	// after it ($filter=receivedDateTime ge ...).
-	Since time.Time
-	// PageSize is asked for with Prefer: odata.maxpagesize (0: Graph's own).
-	PageSize int
-}
-
-// DeltaPage is one page of a delta round: NextLink when more pages follow,
-// else DeltaLink, the link of the next round.
-type DeltaPage struct {
-	Messages  []MessageChange
-	NextLink  string
-	DeltaLink string
-}
-
-// MessageChange is one message of a delta page: an added or changed
-// message with the properties the round selected, or a removed one
-// (Removed, with only its ID).
-type MessageChange struct {
-	ID               string
-	Removed          bool
-	ReceivedDateTime time.Time
-	From             Address
-	Subject          string
-	IsDraft          bool
-}
-
-// Message is what a ticket needs of one mail.
-type Message struct {
-	ID                string
-	ReceivedDateTime  time.Time
-	Subject           string
-	From              Address
-	Sender            Address
-	To, Cc, ReplyTo   []Address
-	InternetMessageID string
-	ConversationID    string
-	// InReplyTo and References are the mail's headers of those names
-	// (References split into its message ids), from internetMessageHeaders.
-	InReplyTo  string
-	References []string
-	// Headers are every internet message header, by canonical name (only
-	// the first of repeated ones).
-	Headers map[string]string
-	// BodyHTML is the body when the mail's body is HTML ("" for plain
-	// text); BodyText is the body as plain text (Graph's conversion).
-	BodyHTML, BodyText string
-	HasAttachments     bool
-}
+// The import's types are the client's: Graph's JSON is decoded into them
+// (messages.go), so ImportSource only classifies the errors.
+type (
+	// Address is a mail address with its display name (Graph's
+	// emailAddress).
+	Address = importer.Address
+	// DeltaQuery starts a delta round of one folder's messages: Since is
+	// sent as $filter=receivedDateTime ge ..., PageSize as Prefer:
+	// odata.maxpagesize.
+	DeltaQuery = importer.DeltaQuery
+	// DeltaPage is one page of a delta round.
+	DeltaPage = importer.DeltaPage
+	// MessageChange is one message of a delta page.
+	MessageChange = importer.MessageChange
+	// Message is what a ticket needs of one mail: InReplyTo and References
+	// come from internetMessageHeaders, BodyText is Graph's conversion.
+	Message = importer.Message
+	// Attachment is one attachment of a message, without its bytes; Kind is
+	// Graph's @odata.type without the prefix.
+	Attachment = importer.Attachment
+)
 
 // Attachment kinds (Graph's @odata.type without the prefix).
 const (
-	AttachmentFile      = "fileAttachment"
-	AttachmentItem      = "itemAttachment"
-	AttachmentReference = "referenceAttachment"
+	AttachmentFile      = importer.AttachmentFile
+	AttachmentItem      = importer.AttachmentItem
+	AttachmentReference = importer.AttachmentReference
 )
-
-// Attachment is one attachment of a message, without its bytes (see
-// AttachmentContent).
-type Attachment struct {
-	ID, Name, ContentType string
-	Kind                  string
-	Size                  int64
-	IsInline              bool
-	ContentID             string
-}
 
 // OutgoingMail is a reply or a new mail the platform sends for an agent.
 type OutgoingMail struct {
