@@ -74,8 +74,8 @@ func TestDeliveryConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := e.store.AddMessage(ctx, customer, out.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent, Text: "Done.",
-		CustomFields: []byte(`{}`)})
+	reply, err := e.store.AddMessage(ctx, customer, out.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent, Text: "Done.",
+		CustomFields: []byte(`{}`)}, time.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

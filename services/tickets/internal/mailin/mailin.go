@@ -35,7 +35,9 @@ const Durable = contracts.DurableTicketsMailInbound
 type Store interface {
 	// ImportedMail returns the message already made from the mail, if any.
 	ImportedMail(ctx context.Context, customerID, channelID int64, providerMessageID string) (tickets.MailImported, bool, error)
-	ImportMail(ctx context.Context, in tickets.MailImport) (tickets.MailImported, error)
+	// ImportMail loads what the import is decided on under the mail's
+	// thread lock, calls d's decisions and writes them.
+	ImportMail(ctx context.Context, in tickets.MailImport, d tickets.MailDecisions) (tickets.MailImported, error)
 }
 
 // Channels answers which channel a mail came through (package lookup).
@@ -149,7 +151,7 @@ func (im *Importer) handle(ctx context.Context, m contracts.InboundMail, progres
 		return tickets.MailImported{}, err
 	}
 	in.QuotaBytes = im.attachments.QuotaBytes()
-	out, err := im.store.ImportMail(ctx, in)
+	out, err := im.store.ImportMail(ctx, in, tickets.ImportDecisions(in, im.o.Now))
 	if errors.Is(err, tickets.ErrQuota) {
 		// Other attachments of the customer took the room since the copies
 		// were checked: the mail is kept, its attachments listed as
@@ -158,7 +160,7 @@ func (im *Importer) handle(ctx context.Context, m contracts.InboundMail, progres
 			in.Mail.Skipped = append(in.Mail.Skipped, tickets.SkippedAttachment{Name: a.FileName, Size: a.Size, Reason: tickets.SkipQuota})
 		}
 		in.Attachments = nil
-		out, err = im.store.ImportMail(ctx, in)
+		out, err = im.store.ImportMail(ctx, in, tickets.ImportDecisions(in, im.o.Now))
 	}
 	used := map[string]bool{}
 	if err == nil && out.Outcome != tickets.MailDuplicate {

@@ -367,9 +367,9 @@ type beforeImport struct {
 	once   sync.Once
 }
 
-func (s *beforeImport) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.MailImported, error) {
+func (s *beforeImport) ImportMail(ctx context.Context, in tickets.MailImport, d tickets.MailDecisions) (tickets.MailImported, error) {
 	s.once.Do(s.before)
-	return s.Store.ImportMail(ctx, in)
+	return s.Store.ImportMail(ctx, in, d)
 }
 
 // A mail over the customer's attachment quota is imported; the files that

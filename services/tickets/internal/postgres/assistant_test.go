@@ -238,8 +238,8 @@ func TestSummaryCache(t *testing.T) {
 		engineCol != "openai-compatible" || model != "m1" {
 		t.Fatalf("cached row %q %q %v", engineCol, model, err)
 	}
-	if _, err := s.AddMessage(ctx, tenantA, m.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent, Text: "answer",
-		CustomFields: json.RawMessage(`{}`)}); err != nil {
+	if _, err := s.AddMessage(ctx, tenantA, m.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent, Text: "answer",
+		CustomFields: json.RawMessage(`{}`)}, storeClock)); err != nil {
 		t.Fatal(err)
 	}
 	get("Help/Open/2", 2)

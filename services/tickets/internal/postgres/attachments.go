@@ -52,12 +52,12 @@ func (s *Store) ReserveBlob(ctx context.Context, customerID, messageID int64, ke
 }
 
 // AddAttachment stores the metadata and takes its key off the garbage
-// list, in one transaction, if the customer's attachments still fit in
-// quota bytes with it.
-func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment, quota int64) (tickets.Attachment, error) {
+// list, in one transaction, if fits accepts the customer's attachment
+// bytes with it (claimAttachments).
+func (s *Store) AddAttachment(ctx context.Context, a tickets.Attachment, fits func(used, size int64) error) (tickets.Attachment, error) {
 	var out tickets.Attachment
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		stored, err := s.claimAttachments(ctx, tx, a.CustomerID, a.MessageID, []tickets.Attachment{a}, quota)
+		stored, err := s.claimAttachments(ctx, tx, a.CustomerID, a.MessageID, []tickets.Attachment{a}, fits)
 		if err == nil {
 			out = stored[0]
 		}
@@ -169,11 +169,12 @@ func (s *Store) SweepBlobs(ctx context.Context, limit int, del func(ctx context.
 // written, as attachments of message, and takes their keys off the garbage
 // list. When a key is no longer listed (the sweeper took it: the writer
 // outlived its due time) it is an Unavailable error and nothing is stored.
-// The customer's attachments must fit in quota bytes with them
-// (tickets.CheckQuota): the insert's trigger adds their sizes to the
+// fits decides on the customer's attachment bytes with them, and their
+// size (tickets.QuotaFits): the insert's trigger adds their sizes to the
 // customer's attachment_usage row, which stays locked until the commit, so
 // the figure read after it is exact and concurrent claims queue.
-func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment, quota int64) ([]tickets.Attachment, error) {
+func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, messageID int64, in []tickets.Attachment,
+	fits func(used, size int64) error) ([]tickets.Attachment, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -208,7 +209,7 @@ func (s *Store) claimAttachments(ctx context.Context, tx pgx.Tx, customerID, mes
 	if err := tx.QueryRow(ctx, `SELECT bytes FROM attachment_usage WHERE customer_id = $1`, customerID).Scan(&used); err != nil {
 		return nil, err
 	}
-	if err := tickets.CheckQuota(used-added, quota, added); err != nil {
+	if err := fits(used, added); err != nil {
 		return nil, err
 	}
 	return out, nil

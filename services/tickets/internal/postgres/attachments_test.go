@@ -266,7 +266,8 @@ func TestInterruptedUploadIsCollected(t *testing.T) {
 	// An upload that outlived the delay finds its key swept: no metadata
 	// pointing at missing bytes.
 	if _, err := env.store.AddAttachment(ctx, tickets.Attachment{CustomerID: tenantA, MessageID: m.messageID,
-		FileName: "late", ContentType: "text/plain", Key: key, SHA256: "x"}, tickets.DefaultAttachmentQuota); !apperr.Is(err, apperr.Unavailable) {
+		FileName: "late", ContentType: "text/plain", Key: key, SHA256: "x"},
+		tickets.QuotaFits(tickets.DefaultAttachmentQuota)); !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("late metadata: %v", err)
 	}
 	if list, _ := env.svc.Attachments(ctx, tenantA, m.messageID); len(list) != 0 {

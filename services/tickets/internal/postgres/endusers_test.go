@@ -24,6 +24,9 @@ const (
 // clock is the events' time in store tests.
 var clock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
+// storeClock is newStore's clock, for the decisions the tests hand to it.
+func storeClock() time.Time { return clock }
+
 func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.NewSchema(t, postgres.Schema, postgres.Migrations())

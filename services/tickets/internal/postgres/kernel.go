@@ -1,9 +1,9 @@
 package postgres
 
 // The statements every ticket and message change is built from: insert a
-// ticket, lock it, insert a message into it (with the ticket change
-// tickets.AddToTicket decides), and the events of both, always in the
-// caller's transaction.
+// ticket, lock it, insert a message into it (with the ticket change the
+// domain decided: tickets.MessagePlan), and the events of both, always in
+// the caller's transaction.
 
 import (
 	"context"
@@ -48,13 +48,14 @@ func ticketError(err error) error {
 	return postgres.Error(err, "ticket")
 }
 
-// insertTicket inserts a ticket and writes ticket.created.
+// insertTicket inserts a ticket and writes ticket.created. Its search
+// configuration, which its subject is stemmed in, is in.SearchConfig.
 func (s *Store) insertTicket(ctx context.Context, tx pgx.Tx, customerID int64, in tickets.NewTicket) (tickets.Ticket, error) {
 	token, err := newToken()
 	if err != nil {
 		return tickets.Ticket{}, err
 	}
-	_, cfg := tickets.TextLanguage(in.Subject)
+	cfg := in.SearchConfig
 	now := s.now()
 	t, err := collectTicket(tx.Query(ctx, `INSERT INTO tickets AS t (customer_id, channel_id, end_user_id, customer_rep_id,
 		subject, status, custom_fields, ticket_token, search, search_config, created_at, updated_at)
@@ -74,14 +75,14 @@ func (s *Store) lockTicket(ctx context.Context, tx pgx.Tx, customerID, id int64)
 	return t, postgres.Error(err, "ticket")
 }
 
-// insertMessage inserts a message into a ticket locked by the caller and
-// writes what tickets.AddToTicket decides: the ticket's state (an end-user
-// message reopens it), search configuration and dateUpdated, the message's
-// search configuration; then ticket.updated when the state changed and
-// ticket.message.created. It returns the message and the ticket as it is
-// now.
-func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, t tickets.Ticket, in tickets.NewMessage) (tickets.Message, tickets.Ticket, error) {
-	p := tickets.AddToTicket(t, in, s.now())
+// insertMessage writes plan p, which the domain made on a ticket locked by
+// the caller (tickets.AddToTicket): the message, indexed in its search
+// configuration, and the ticket's state (an end-user message reopens it),
+// search configuration and dateUpdated; then ticket.updated when the state
+// changed and ticket.message.created. It returns the message and the
+// ticket as it is now.
+func (s *Store) insertMessage(ctx context.Context, tx pgx.Tx, p tickets.MessagePlan) (tickets.Message, tickets.Ticket, error) {
+	in := p.Message
 	t, cfg, now := p.Ticket, p.SearchConfig, p.Ticket.UpdatedAt
 	args := append([]any{t.CustomerID, t.ID, string(in.SenderType), in.SenderAccountID, in.Text, cfg, []byte(in.CustomFields), now},
 		mailArgs(in.Mail)...)

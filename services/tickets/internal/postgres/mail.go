@@ -53,16 +53,17 @@ func threadLock(in tickets.MailImport) string {
 }
 
 // ImportMail turns a prepared mail into an end-user message, in one
-// transaction, as tickets.PlanImport decides: under the thread's advisory
+// transaction, as d decides (tickets.ImportDecisions): under the thread's advisory
 // lock it loads the message made earlier from the mail (a duplicate:
 // nothing written) or else finds or creates the sender as an end user
 // (end-user.created) and loads the tickets the threading rules find
-// (mailThread); then it opens the ticket of the plan (ticket.created) or
-// joins the one it names, inserts the message (ticket.message.created;
-// ticket.updated when it reopens the ticket) and stores its attachments'
-// metadata, taking their keys off the garbage list. A concurrent import of
-// the same mail that commits first makes this one a duplicate too.
-func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.MailImported, error) {
+// (mailThread), on which d.Plan decides; then it opens the ticket of the
+// plan (ticket.created) or joins the one it names, inserts the message as
+// d.Add plans it (ticket.message.created; ticket.updated when it reopens
+// the ticket) and stores its attachments' metadata, taking their keys off
+// the garbage list, if d.Fits accepts them. A concurrent import of the
+// same mail that commits first makes this one a duplicate too.
+func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport, d tickets.MailDecisions) (tickets.MailImported, error) {
 	var out tickets.MailImported
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, threadLock(in)); err != nil {
@@ -87,7 +88,7 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 				return err
 			}
 		}
-		plan := tickets.PlanImport(in, th)
+		plan := d.Plan(th)
 		t := plan.Ticket
 		switch plan.Outcome {
 		case tickets.MailDuplicate:
@@ -100,12 +101,12 @@ func (s *Store) ImportMail(ctx context.Context, in tickets.MailImport) (tickets.
 				return err
 			}
 		}
-		m, _, err := s.insertMessage(ctx, tx, t, plan.Message)
+		m, _, err := s.insertMessage(ctx, tx, d.Add(t))
 		if err != nil {
 			return err
 		}
 		out = tickets.MailImported{Outcome: plan.Outcome, TicketID: t.ID, MessageID: m.ID}
-		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments, in.QuotaBytes)
+		_, err = s.claimAttachments(ctx, tx, in.CustomerID, m.ID, in.Attachments, d.Fits)
 		return err
 	})
 	if postgres.UniqueViolation(err, mailKey) {
@@ -142,10 +143,10 @@ func (s *Store) mailEndUser(ctx context.Context, tx pgx.Tx, customerID int64, se
 }
 
 // mailThread loads the tickets the threading rules find for the mail,
-// within the customer and its channel (tickets.PlanImport picks one): the
-// ticket of the newest mail whose Message-ID is the first of ThreadIDs
-// that names one, the ticket of the conversation's newest mail, the
-// subject's ticket with its participants. The lookups go in one round
+// within the customer and its channel (the import's plan, PlanImport,
+// picks one): the ticket of the newest mail whose Message-ID is the
+// first of ThreadIDs that names one, the ticket of the conversation's
+// newest mail, the subject's ticket with its participants. The lookups go in one round
 // trip; the tickets found are locked in id order (as bulk updates lock
 // them, so the two never wait on each other in opposite orders), and a
 // ticket deleted since its lookup counts as not found.

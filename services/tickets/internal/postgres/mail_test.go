@@ -41,7 +41,7 @@ func mailOf(customerID int64, id string) tickets.MailImport {
 
 func importMail(t *testing.T, s *postgres.Store, in tickets.MailImport) tickets.MailImported {
 	t.Helper()
-	out, err := s.ImportMail(context.Background(), in)
+	out, err := s.ImportMail(context.Background(), in, tickets.ImportDecisions(in, storeClock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +129,8 @@ func TestImportMailOpensATicketOnce(t *testing.T) {
 		t.Fatalf("other customer %+v", o)
 	}
 	// A message made by the API has no mail.
-	api, err := s.AddMessage(ctx, tenantA, out.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent, Text: "on it",
-		CustomFields: []byte(`{}`)})
+	api, err := s.AddMessage(ctx, tenantA, out.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent, Text: "on it",
+		CustomFields: []byte(`{}`)}, storeClock))
 	if err != nil || api.Mail != nil {
 		t.Fatalf("api message %+v %v", api, err)
 	}
@@ -154,7 +154,7 @@ func TestImportMailConcurrently(t *testing.T) {
 						// advisory locks: the unique index decides.
 						in.Mail.ConversationID = fmt.Sprintf("conv-%d", i)
 					}
-					outs[i], errs[i] = s.ImportMail(context.Background(), in)
+					outs[i], errs[i] = s.ImportMail(context.Background(), in, tickets.ImportDecisions(in, storeClock))
 				}()
 			}
 			wg.Wait()
@@ -325,7 +325,7 @@ func TestImportMailOneTicketPerNewConversation(t *testing.T) {
 			defer wg.Done()
 			in := mailOf(tenantA, fmt.Sprint("m", i))
 			in.Mail.ConversationID = "conv-shared"
-			if _, err := s.ImportMail(context.Background(), in); err != nil {
+			if _, err := s.ImportMail(context.Background(), in, tickets.ImportDecisions(in, storeClock)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -378,7 +378,7 @@ func TestImportMailEndUserFindOrCreate(t *testing.T) {
 			defer wg.Done()
 			in := mailOf(tenantA, fmt.Sprint("u", i))
 			in.Sender.Address = "grace@example.com"
-			if _, err := s.ImportMail(context.Background(), in); err != nil {
+			if _, err := s.ImportMail(context.Background(), in, tickets.ImportDecisions(in, storeClock)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -435,7 +435,7 @@ func TestImportMailAttachments(t *testing.T) {
 	// A key the sweeper took: nothing is written, the mail may come again.
 	in = mailOf(tenantA, "late")
 	in.Attachments = []tickets.Attachment{{FileName: "x", ContentType: "text/plain", Key: "1_mail_" + randid.Hex(16), SHA256: "s"}}
-	if _, err := s.ImportMail(ctx, in); !apperr.Is(err, apperr.Unavailable) {
+	if _, err := s.ImportMail(ctx, in, tickets.ImportDecisions(in, storeClock)); !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("swept key: %v", err)
 	}
 	if _, dup, _ := s.ImportedMail(ctx, tenantA, mailChannel, in.Mail.ProviderMessageID); dup {
@@ -462,7 +462,7 @@ func TestImportMailAttachments(t *testing.T) {
 	}
 	over.QuotaBytes = 4
 	over.Attachments = []tickets.Attachment{{FileName: "big.txt", ContentType: "text/plain", Size: 2, SHA256: "x", Key: overKey}}
-	if _, err := s.ImportMail(ctx, over); !errors.Is(err, tickets.ErrQuota) || !apperr.Is(err, apperr.TooLarge) {
+	if _, err := s.ImportMail(ctx, over, tickets.ImportDecisions(over, storeClock)); !errors.Is(err, tickets.ErrQuota) || !apperr.Is(err, apperr.TooLarge) {
 		t.Fatalf("import over the quota: %v", err)
 	}
 	if _, dup, err := s.ImportedMail(ctx, tenantA, mailChannel, over.Mail.ProviderMessageID); dup || err != nil {
@@ -549,8 +549,8 @@ func TestSendReplyNeverAnswersAnotherSender(t *testing.T) {
 	if err := s.DeleteMessage(ctx, tenantA, first.MessageID); err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser,
-		Text: "by phone", CustomFields: []byte(`{}`)})
+	m, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser,
+		Text: "by phone", CustomFields: []byte(`{}`)}, storeClock))
 	if err != nil {
 		t.Fatal(err)
 	}

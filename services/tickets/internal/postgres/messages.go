@@ -201,31 +201,32 @@ func (s *Store) lockMessage(ctx context.Context, tx pgx.Tx, customerID, id int64
 	return m, t, postgres.Error(err, "message")
 }
 
-// AddMessage inserts a message into one of the customer's tickets (an
-// end-user message reopens it: insertMessage).
-func (s *Store) AddMessage(ctx context.Context, customerID, ticketID int64, in tickets.NewMessage) (tickets.Message, error) {
+// AddMessage locks one of the customer's tickets, lets add plan the
+// message (tickets.AddToTicket: an end-user message reopens it) and writes
+// the plan (insertMessage).
+func (s *Store) AddMessage(ctx context.Context, customerID, ticketID int64, add func(tickets.Ticket) tickets.MessagePlan) (tickets.Message, error) {
 	var m tickets.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		t, err := s.lockTicket(ctx, tx, customerID, ticketID)
 		if err != nil {
 			return err
 		}
-		m, _, err = s.insertMessage(ctx, tx, t, in)
+		m, _, err = s.insertMessage(ctx, tx, add(t))
 		return err
 	})
 	return m, postgres.Error(err, "message")
 }
 
-// OpenTicketWithMessage inserts a ticket and its first message in one
-// transaction.
-func (s *Store) OpenTicketWithMessage(ctx context.Context, customerID int64, nt tickets.NewTicket, in tickets.NewMessage) (tickets.Message, error) {
+// OpenTicketWithMessage inserts a ticket and its first message, as add
+// plans it on the new ticket, in one transaction.
+func (s *Store) OpenTicketWithMessage(ctx context.Context, customerID int64, nt tickets.NewTicket, add func(tickets.Ticket) tickets.MessagePlan) (tickets.Message, error) {
 	var m tickets.Message
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		t, err := s.insertTicket(ctx, tx, customerID, nt)
 		if err != nil {
 			return err
 		}
-		m, _, err = s.insertMessage(ctx, tx, t, in)
+		m, _, err = s.insertMessage(ctx, tx, add(t))
 		return err
 	})
 	return m, postgres.Error(err, "message")
@@ -301,7 +302,7 @@ func (s *Store) SendReply(ctx context.Context, customerID, id int64,
 		if err != nil {
 			return err
 		}
-		if sent, t, err = s.insertMessage(ctx, tx, t, p.Message); err != nil {
+		if sent, t, err = s.insertMessage(ctx, tx, p.Reply); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET ai_reply_text = $3, ai_reply_status = $4,

@@ -62,8 +62,8 @@ func msgOpen(t *testing.T, s *postgres.Store, customerID int64, text string) tic
 	t.Helper()
 	u := create(t, s, customerID, "Writer", "")
 	m, err := s.OpenTicketWithMessage(context.Background(), customerID,
-		tickets.NewTicket{ChannelID: 9, EndUserID: u.ID, Subject: "Help", Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{"order":7}`)},
-		tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: text, CustomFields: json.RawMessage(`{"order":7}`)})
+		tickets.NewTicket{ChannelID: 9, EndUserID: u.ID, Subject: "Help", SearchConfig: tickets.SubjectSearchConfig("Help"), Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{"order":7}`)},
+		tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: text, CustomFields: json.RawMessage(`{"order":7}`)}, storeClock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +95,14 @@ func TestMessageCreateAndList(t *testing.T) {
 		t.Fatalf("first message %+v", first)
 	}
 	agent := int64(33)
-	second, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent,
-		SenderAccountID: &agent, Text: "Sorry, we look into it", CustomFields: json.RawMessage(`{}`)})
+	second, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent,
+		SenderAccountID: &agent, Text: "Sorry, we look into it", CustomFields: json.RawMessage(`{}`)}, storeClock))
 	if err != nil || second.SenderAccountID == nil || *second.SenderAccountID != agent {
 		t.Fatalf("%+v %v", second, err)
 	}
 	// Another customer's ticket is not found, for adding and listing.
-	if _, err := s.AddMessage(ctx, tenantB, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "x",
-		CustomFields: json.RawMessage(`{}`)}); !apperr.Is(err, apperr.NotFound) {
+	if _, err := s.AddMessage(ctx, tenantB, first.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "x",
+		CustomFields: json.RawMessage(`{}`)}, storeClock)); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("foreign ticket: %v", err)
 	}
 	if _, _, err := s.ListMessages(ctx, tenantB, first.TicketID, paging.Page{Number: 1, Size: 20}); !apperr.Is(err, apperr.NotFound) {
@@ -132,8 +132,8 @@ func TestOpenTicketWithForeignEndUser(t *testing.T) {
 	s, pool := newStore(t)
 	u := create(t, s, tenantB, "Other", "")
 	_, err := s.OpenTicketWithMessage(context.Background(), tenantA,
-		tickets.NewTicket{ChannelID: 1, EndUserID: u.ID, Subject: "x", Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{}`)},
-		tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "x", CustomFields: json.RawMessage(`{}`)})
+		tickets.NewTicket{ChannelID: 1, EndUserID: u.ID, Subject: "x", SearchConfig: tickets.SubjectSearchConfig("x"), Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{}`)},
+		tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "x", CustomFields: json.RawMessage(`{}`)}, storeClock))
 	if e := wantCode(t, err, apperr.Invalid); e.Fields["endUserID"] == "" {
 		t.Fatalf("%v", err)
 	}
@@ -154,8 +154,8 @@ func TestMessageReopens(t *testing.T) {
 	msgSetStatus(t, pool, m.TicketID, tickets.StatusClosed)
 	add := func(sender tickets.SenderType) {
 		t.Helper()
-		if _, err := s.AddMessage(ctx, tenantA, m.TicketID, tickets.NewMessage{SenderType: sender, Text: "again",
-			CustomFields: json.RawMessage(`{}`)}); err != nil {
+		if _, err := s.AddMessage(ctx, tenantA, m.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: sender, Text: "again",
+			CustomFields: json.RawMessage(`{}`)}, storeClock)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -580,8 +580,8 @@ func TestSendReply(t *testing.T) {
 		}
 	}
 	// A modified answer on a message without a prepared reply.
-	m2, _ := s.AddMessage(ctx, tenantA, m.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "more",
-		CustomFields: json.RawMessage(`{}`)})
+	m2, _ := s.AddMessage(ctx, tenantA, m.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: "more",
+		CustomFields: json.RawMessage(`{}`)}, storeClock))
 	if _, err := sendReply(ctx, s, tenantA, m2.ID, tickets.ReplyInput{AccountID: 5, ModifiedAnswer: "my own"}); err != nil {
 		t.Fatal(err)
 	}

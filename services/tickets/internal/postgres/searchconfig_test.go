@@ -14,8 +14,8 @@ func TestMessagesTakeTheTicketsSearchConfig(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := context.Background()
 	first := msgOpen(t, s, tenantA, "Hola, mi pedido no ha llegado todavía y necesito saber dónde está el paquete, por favor.")
-	reply, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent,
-		Text: "OK", CustomFields: json.RawMessage(`{}`)})
+	reply, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent,
+		Text: "OK", CustomFields: json.RawMessage(`{}`)}, storeClock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +35,9 @@ func TestMessagesTakeTheTicketsSearchConfig(t *testing.T) {
 		t.Fatalf("agent message config %s", got)
 	}
 	// An end-user message in another recognised language moves the ticket.
-	if _, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.NewMessage{SenderType: tickets.SenderEndUser,
+	if _, err := s.AddMessage(ctx, tenantA, first.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser,
 		Text:         "Sorry, I will write in English: my parcel still has not arrived and I need to know where it is.",
-		CustomFields: json.RawMessage(`{}`)}); err != nil {
+		CustomFields: json.RawMessage(`{}`)}, storeClock)); err != nil {
 		t.Fatal(err)
 	}
 	if got := config(`SELECT search_config::text FROM tickets WHERE ticket_id = $1`, first.TicketID); got != "english" {

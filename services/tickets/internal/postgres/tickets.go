@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strconv"
@@ -301,7 +302,9 @@ func sameRep(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil ||
 
 // UpdateTicket locks the customer's ticket, lets change compute its new
 // fields and writes them with ticket.updated (carrying previousStatus when
-// the state changed). A change that changes nothing writes nothing.
+// the state changed). A change that changes nothing writes nothing. A new
+// subject is indexed again in the configuration the change gives it
+// (Ticket.SubjectConfig); the ticket's search configuration stays.
 func (s *Store) UpdateTicket(ctx context.Context, customerID, id int64, change func(tickets.Ticket) (tickets.Ticket, error)) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		old, err := s.lockTicket(ctx, tx, customerID, id)
@@ -323,9 +326,11 @@ func (s *Store) UpdateTicket(ctx context.Context, customerID, id int64, change f
 		args := []any{customerID, id, t.Subject, string(t.Status), t.ChannelID, t.CustomerRepID, []byte(t.CustomFields), t.UpdatedAt}
 		sql := set + ` WHERE customer_id = $1 AND ticket_id = $2`
 		if subjectChanged {
-			_, cfg := tickets.TextLanguage(t.Subject)
+			if t.SubjectConfig == "" {
+				return errors.New("postgres: a new subject without its search configuration")
+			}
 			sql = set + `, search = ` + searchVector("$9", "$3") + ` WHERE customer_id = $1 AND ticket_id = $2`
-			args = append(args, cfg)
+			args = append(args, t.SubjectConfig)
 		}
 		if _, err := tx.Exec(ctx, sql, args...); err != nil {
 			return postgres.Error(err, "ticket")

@@ -27,7 +27,7 @@ import (
 func tkTicket(t *testing.T, s *postgres.Store, customerID, endUserID, channelID int64, subject string, status tickets.Status) tickets.TicketDetails {
 	t.Helper()
 	d, err := s.CreateTicket(context.Background(), customerID, tickets.NewTicket{ChannelID: channelID, EndUserID: endUserID,
-		Subject: subject, Status: status, CustomFields: json.RawMessage(`{}`)})
+		Subject: subject, SearchConfig: tickets.SubjectSearchConfig(subject), Status: status, CustomFields: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestTkTicketLifecycle(t *testing.T) {
 	wantCode(t, err, apperr.NotFound)
 	// Another customer's end user is refused on endUserID.
 	_, err = s.CreateTicket(ctx, tenantB, tickets.NewTicket{ChannelID: 1, EndUserID: u.ID, Subject: "x", Status: tickets.StatusOpen,
-		CustomFields: json.RawMessage(`{}`)})
+		SearchConfig: "simple", CustomFields: json.RawMessage(`{}`)})
 	if e := wantCode(t, err, apperr.Invalid); e.Fields["endUserID"] == "" {
 		t.Fatalf("fields %v", e.Fields)
 	}
@@ -158,6 +158,7 @@ func TestTkTicketLifecycle(t *testing.T) {
 	rep := int64(42)
 	err = s.UpdateTicket(ctx, tenantA, d.ID, func(t tickets.Ticket) (tickets.Ticket, error) {
 		t.Subject, t.Status, t.CustomerRepID = "Scanner jammed", tickets.StatusPending, &rep
+		t.SubjectConfig = tickets.SubjectSearchConfig(t.Subject)
 		return t, nil
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import "time"
 // MessagePlan is what adding a message to a ticket does: AddToTicket
 // decides it, the store writes it.
 type MessagePlan struct {
+	// Message is the message to insert.
+	Message NewMessage
 	// Ticket is the ticket after the message: its state (an end-user
 	// message reopens it), search configuration and dateUpdated.
 	Ticket Ticket
@@ -25,7 +27,7 @@ type MessagePlan struct {
 // moves the ticket as AfterEndUserMessage says; every message touches the
 // ticket's dateUpdated.
 func AddToTicket(t Ticket, in NewMessage, now time.Time) MessagePlan {
-	p := MessagePlan{SearchConfig: t.SearchConfig}
+	p := MessagePlan{Message: in, SearchConfig: t.SearchConfig}
 	endUser := in.SenderType == SenderEndUser
 	if endUser || p.SearchConfig == "" || p.SearchConfig == "simple" {
 		p.Language, p.SearchConfig = TextLanguage(in.Text)
@@ -41,4 +43,10 @@ func AddToTicket(t Ticket, in NewMessage, now time.Time) MessagePlan {
 	t.UpdatedAt = now
 	p.Ticket = t
 	return p
+}
+
+// MessageInto is the decision the store calls on the ticket it locked (or
+// inserted) for message in: AddToTicket at now().
+func MessageInto(in NewMessage, now func() time.Time) func(Ticket) MessagePlan {
+	return func(t Ticket) MessagePlan { return AddToTicket(t, in, now()) }
 }

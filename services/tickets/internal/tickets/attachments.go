@@ -56,9 +56,9 @@ type AttachmentStore interface {
 	// AddAttachment stores the metadata and takes the key off the garbage
 	// list in one transaction; Unavailable when the key is no longer
 	// listed (the sweeper has taken it: the upload took too long).
-	// The customer's attachments with a must fit in quota bytes (else
-	// the error of CheckQuota, and nothing is stored).
-	AddAttachment(ctx context.Context, a Attachment, quota int64) (Attachment, error)
+	// fits decides on the customer's attachment bytes with a, read under
+	// the lock (QuotaFits: else its error, and nothing is stored).
+	AddAttachment(ctx context.Context, a Attachment, fits func(used, size int64) error) (Attachment, error)
 	// AttachmentUsage is the bytes of the customer's attachments.
 	AttachmentUsage(ctx context.Context, customerID int64) (int64, error)
 	// ReserveBlobs lists keys as garbage due at due, for bytes written
@@ -178,7 +178,7 @@ func (s *Attachments) Upload(ctx context.Context, customerID, messageID int64, f
 		return Attachment{}, err
 	}
 	a.CustomerID, a.MessageID = customerID, messageID
-	stored, err := s.store.AddAttachment(ctx, a, s.o.QuotaBytes)
+	stored, err := s.store.AddAttachment(ctx, a, QuotaFits(s.o.QuotaBytes))
 	if errors.Is(err, ErrQuota) {
 		// Another upload took the room meanwhile: the bytes go now.
 		if derr := s.Discard(context.WithoutCancel(ctx), []string{key}); derr != nil {

@@ -67,7 +67,7 @@ func (s *fakeAttachmentStore) ReserveBlob(context.Context, int64, int64, string,
 	return nil
 }
 func (s *fakeAttachmentStore) AttachmentUsage(context.Context, int64) (int64, error) { return 0, nil }
-func (s *fakeAttachmentStore) AddAttachment(_ context.Context, a Attachment, _ int64) (Attachment, error) {
+func (s *fakeAttachmentStore) AddAttachment(_ context.Context, a Attachment, _ func(used, size int64) error) (Attachment, error) {
 	s.added = append(s.added, a)
 	return a, nil
 }

@@ -49,6 +49,7 @@ type TicketInput struct {
 func ValidateTicket(ctx context.Context, look ChannelLookup, customerID int64, in TicketInput) (NewTicket, error) {
 	var v apperr.Validation
 	out := NewTicket{ChannelID: in.ChannelID, EndUserID: in.EndUserID, Subject: strings.TrimSpace(in.Subject), Status: StatusOpen}
+	out.SearchConfig = SubjectSearchConfig(out.Subject)
 	textfield.Line(&v, "subject", out.Subject, true, MaxSubjectLen)
 	v.Check(in.ChannelID > 0, "channelID", "is required")
 	v.Check(in.EndUserID > 0, "endUserID", "is required")

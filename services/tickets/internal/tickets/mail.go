@@ -74,7 +74,8 @@ type MailImport struct {
 	// blob_garbage); their MessageID is set by the store.
 	Attachments []Attachment
 	// QuotaBytes caps the customer's attachment bytes: attachments that do
-	// not fit fail the import with CheckQuota's error (ErrQuota).
+	// not fit fail the import with CheckQuota's error (ErrQuota; the store
+	// gets the check as ImportDecisions' Fits).
 	QuotaBytes int64
 }
 

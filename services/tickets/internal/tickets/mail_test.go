@@ -44,8 +44,8 @@ func TestSendReplyEmailChannel(t *testing.T) {
 		if _, err := NewMessages(st, look, time.Now).SendReply(context.Background(), 1, 2, 3, nil); err != nil {
 			t.Fatal(err)
 		}
-		if st.got == nil || (st.got.Delivery != nil) != tc.pending || st.got.Message.SenderAccountID == nil ||
-			*st.got.Message.SenderAccountID != 2 {
+		if st.got == nil || (st.got.Delivery != nil) != tc.pending || st.got.Reply.Message.SenderAccountID == nil ||
+			*st.got.Reply.Message.SenderAccountID != 2 {
 			t.Fatalf("channel %d: %+v", tc.channel, st.got)
 		}
 	}

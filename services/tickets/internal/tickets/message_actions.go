@@ -8,8 +8,9 @@ import "time"
 
 // ReplyPlan is what sending a message's reply does (PlanReply).
 type ReplyPlan struct {
-	// Message is the Agent message that carries the reply.
-	Message NewMessage
+	// Reply is the Agent message that carries the reply, as it goes into
+	// the ticket (AddToTicket).
+	Reply MessagePlan
 	// Text and Status are the replied message's reply after: the text that
 	// was sent, and sent or modified.
 	Text   string
@@ -32,12 +33,13 @@ func PlanReply(m Message, t Ticket, in ReplyInput, now time.Time) (ReplyPlan, er
 	if err != nil {
 		return ReplyPlan{}, err
 	}
-	p := ReplyPlan{Text: text, Status: status,
-		Message: NewMessage{SenderType: SenderAgent, Text: text, CustomFields: []byte(`{}`)}}
+	p := ReplyPlan{Text: text, Status: status}
+	reply := NewMessage{SenderType: SenderAgent, Text: text, CustomFields: []byte(`{}`)}
 	if in.AccountID > 0 {
 		by := in.AccountID
-		p.Message.SenderAccountID = &by
+		reply.SenderAccountID = &by
 	}
+	p.Reply = AddToTicket(t, reply, now)
 	if in.EmailChannelID > 0 && in.EmailChannelID == t.ChannelID {
 		// The mail context delivers it and reports how that went.
 		p.Delivery = &Delivery{Status: DeliveryPending, UpdatedAt: now}

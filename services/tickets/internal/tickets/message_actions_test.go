@@ -45,11 +45,11 @@ func TestPlanReply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Text != tc.text || p.Status != tc.status || p.Message.Text != tc.text || p.Message.SenderType != SenderAgent {
+			if p.Text != tc.text || p.Status != tc.status || p.Reply.Message.Text != tc.text || p.Reply.Message.SenderType != SenderAgent {
 				t.Fatalf("plan %+v", p)
 			}
-			if (p.Message.SenderAccountID == nil) != (tc.by == 0) || (tc.by != 0 && *p.Message.SenderAccountID != tc.by) {
-				t.Fatalf("sender account %v, want %d", p.Message.SenderAccountID, tc.by)
+			if (p.Reply.Message.SenderAccountID == nil) != (tc.by == 0) || (tc.by != 0 && *p.Reply.Message.SenderAccountID != tc.by) {
+				t.Fatalf("sender account %v, want %d", p.Reply.Message.SenderAccountID, tc.by)
 			}
 			if pending := p.Delivery != nil; pending != tc.pending ||
 				(pending && (p.Delivery.Status != DeliveryPending || !p.Delivery.UpdatedAt.Equal(now))) {

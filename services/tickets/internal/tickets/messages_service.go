@@ -21,8 +21,10 @@ const (
 type MessageStore interface {
 	ListMessages(ctx context.Context, customerID, ticketID int64, p paging.Page) ([]Message, int, error)
 	Message(ctx context.Context, customerID, id int64) (Message, error)
-	AddMessage(ctx context.Context, customerID, ticketID int64, in NewMessage) (Message, error)
-	OpenTicketWithMessage(ctx context.Context, customerID int64, t NewTicket, m NewMessage) (Message, error)
+	// AddMessage locks the ticket, calls add and writes the plan;
+	// OpenTicketWithMessage inserts t and does the same on it.
+	AddMessage(ctx context.Context, customerID, ticketID int64, add func(Ticket) MessagePlan) (Message, error)
+	OpenTicketWithMessage(ctx context.Context, customerID int64, t NewTicket, add func(Ticket) MessagePlan) (Message, error)
 	// PatchMessage locks the message, calls change and writes the change.
 	PatchMessage(ctx context.Context, customerID, id int64, change func(Message) (MessageChange, error)) error
 	DeleteMessage(ctx context.Context, customerID, id int64) error
@@ -104,7 +106,7 @@ func (s *Messages) CreateMessage(ctx context.Context, customerID, accountID int6
 		if err := v.Err(); err != nil {
 			return Message{}, err
 		}
-		return s.store.AddMessage(ctx, customerID, *in.TicketID, m)
+		return s.store.AddMessage(ctx, customerID, *in.TicketID, MessageInto(m, s.now))
 	}
 	m, merr := ValidateMessage(in.Message, accountID)
 	// The ticket takes the message's customFieldsData too.
@@ -120,7 +122,7 @@ func (s *Messages) CreateMessage(ctx context.Context, customerID, accountID int6
 	if err := v.Err(); err != nil {
 		return Message{}, err
 	}
-	return s.store.OpenTicketWithMessage(ctx, customerID, t, m)
+	return s.store.OpenTicketWithMessage(ctx, customerID, t, MessageInto(m, s.now))
 }
 
 // mergeFields adds the field problems of a validation error to v and

@@ -313,13 +313,15 @@ func (s *recordingStore) Message(context.Context, int64, int64) (Message, error)
 	return s.message, nil
 }
 
-func (s *recordingStore) AddMessage(_ context.Context, _, ticketID int64, in NewMessage) (Message, error) {
+func (s *recordingStore) AddMessage(_ context.Context, _, ticketID int64, add func(Ticket) MessagePlan) (Message, error) {
 	s.added = ticketID
+	in := add(Ticket{ID: ticketID}).Message
 	return Message{TicketID: ticketID, Text: in.Text}, nil
 }
 
-func (s *recordingStore) OpenTicketWithMessage(_ context.Context, _ int64, t NewTicket, m NewMessage) (Message, error) {
+func (s *recordingStore) OpenTicketWithMessage(_ context.Context, _ int64, t NewTicket, add func(Ticket) MessagePlan) (Message, error) {
 	s.opened = &t
+	m := add(Ticket{}).Message
 	return Message{Text: m.Text, SenderAccountID: m.SenderAccountID}, nil
 }
 

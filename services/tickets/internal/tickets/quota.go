@@ -38,3 +38,9 @@ type QuotaFigures struct {
 	Limit int64 `json:"limit"`
 	Size  int64 `json:"size"`
 }
+
+// QuotaFits is the quota check of limit for the store to call on the
+// figure it reads under its lock: used counts the size bytes already.
+func QuotaFits(limit int64) func(used, size int64) error {
+	return func(used, size int64) error { return CheckQuota(used-size, limit, size) }
+}

@@ -1,6 +1,9 @@
 package tickets
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // MailThread is what an import is decided on, loaded by the store under
 // the thread's lock: the message made earlier from the same mail, and the
@@ -31,9 +34,6 @@ type MailPlan struct {
 	// NewTicket is the ticket the mail opens (MailNewTicket); its end user
 	// is the sender's, which the store finds or creates.
 	NewTicket NewTicket
-	// Message is the end-user message made from the mail (not for a
-	// duplicate).
-	Message NewMessage
 }
 
 // PlanImport decides what mail in does: a mail imported before is a
@@ -41,14 +41,12 @@ type MailPlan struct {
 // one, in this order: In-Reply-To and References, the conversation id,
 // the subject's reference, the last only when the sender may
 // (MayJoinBySubject); else it opens a ticket (Open, the mail's subject).
-// Either way it becomes an end-user message.
+// Either way it becomes an end-user message (MailMessage).
 func PlanImport(in MailImport, th MailThread) MailPlan {
 	if th.Earlier != nil {
 		return MailPlan{Outcome: MailDuplicate, Earlier: *th.Earlier}
 	}
-	mail := in.Mail
-	p := MailPlan{Outcome: MailJoined, Message: NewMessage{SenderType: SenderEndUser, Text: in.Text,
-		CustomFields: json.RawMessage(`{}`), Mail: &mail}}
+	p := MailPlan{Outcome: MailJoined}
 	switch {
 	case th.ByHeaders != nil:
 		p.Ticket = *th.ByHeaders
@@ -59,7 +57,36 @@ func PlanImport(in MailImport, th MailThread) MailPlan {
 	default:
 		p.Outcome = MailNewTicket
 		p.NewTicket = NewTicket{ChannelID: in.Mail.ChannelID, Subject: in.Subject, Status: StatusOpen,
-			CustomFields: json.RawMessage(`{}`)}
+			CustomFields: json.RawMessage(`{}`), SearchConfig: SubjectSearchConfig(in.Subject)}
 	}
 	return p
+}
+
+// MailMessage is the end-user message made from mail in.
+func MailMessage(in MailImport) NewMessage {
+	mail := in.Mail
+	return NewMessage{SenderType: SenderEndUser, Text: in.Text, CustomFields: json.RawMessage(`{}`), Mail: &mail}
+}
+
+// MailDecisions are the decisions of one import, which the store calls
+// under the thread's lock (ImportDecisions builds them).
+type MailDecisions struct {
+	// Plan decides on what the store loaded (PlanImport).
+	Plan func(MailThread) MailPlan
+	// Add is what the mail's message does to the ticket it joins or opens
+	// (AddToTicket).
+	Add func(Ticket) MessagePlan
+	// Fits refuses attachments over the customer's quota once they are
+	// counted in used (CheckQuota).
+	Fits func(used, size int64) error
+}
+
+// ImportDecisions are the decisions of importing mail in at now():
+// PlanImport, AddToTicket of MailMessage and the quota in.QuotaBytes.
+func ImportDecisions(in MailImport, now func() time.Time) MailDecisions {
+	return MailDecisions{
+		Plan: func(th MailThread) MailPlan { return PlanImport(in, th) },
+		Add:  MessageInto(MailMessage(in), now),
+		Fits: QuotaFits(in.QuotaBytes),
+	}
 }

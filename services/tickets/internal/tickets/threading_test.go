@@ -46,7 +46,7 @@ func TestPlanImport(t *testing.T) {
 			}
 			switch p.Outcome {
 			case MailDuplicate:
-				if p.Earlier != *earlier || p.Message.Mail != nil {
+				if p.Earlier != *earlier || p.Ticket.ID != 0 || p.NewTicket.Subject != "" {
 					t.Fatalf("duplicate %+v", p)
 				}
 				return
@@ -56,11 +56,12 @@ func TestPlanImport(t *testing.T) {
 				}
 			case MailNewTicket:
 				nt := p.NewTicket
-				if nt.ChannelID != 4 || nt.Subject != "Parcel" || nt.Status != StatusOpen || string(nt.CustomFields) != `{}` {
+				if nt.ChannelID != 4 || nt.Subject != "Parcel" || nt.Status != StatusOpen || string(nt.CustomFields) != `{}` ||
+					nt.SearchConfig != SubjectSearchConfig("Parcel") {
 					t.Fatalf("new ticket %+v", nt)
 				}
 			}
-			m := p.Message
+			m := MailMessage(in)
 			if m.SenderType != SenderEndUser || m.Text != "Where is it?" || m.Mail == nil || m.Mail.ProviderMessageID != "p1" {
 				t.Fatalf("message %+v", m)
 			}

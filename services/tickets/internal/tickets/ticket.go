@@ -94,8 +94,13 @@ type Ticket struct {
 	// SearchConfig is the text search configuration of the conversation
 	// (tickets.TextLanguage), "simple" until a language is recognised.
 	SearchConfig string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// SubjectConfig is set by a change of the subject (UpdateTicket's
+	// change): the configuration the new subject is stemmed in
+	// (SubjectSearchConfig). The ticket's SearchConfig stays. Not stored:
+	// "" on a loaded ticket.
+	SubjectConfig string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // IsClosed is the spec's isClosed flag.
@@ -109,6 +114,17 @@ type NewTicket struct {
 	Subject       string
 	Status        Status
 	CustomFields  json.RawMessage // a JSON object
+	// SearchConfig is the subject's configuration (SubjectSearchConfig):
+	// the ticket's search configuration and the one its subject is
+	// stemmed in.
+	SearchConfig string
+}
+
+// SubjectSearchConfig is the text search configuration a ticket's subject
+// is stemmed in (TextLanguage; "simple" when not recognised).
+func SubjectSearchConfig(subject string) string {
+	_, cfg := TextLanguage(subject)
+	return cfg
 }
 
 // FeedbackComment is an escalation comment on one of the ticket's messages.

@@ -344,8 +344,9 @@ func (p patchPlan) apply(t Ticket) (Ticket, error) {
 		return t, TransitionError(t.Status, to)
 	}
 	t.Status = to
-	if p.subject != nil {
-		t.Subject = *p.subject
+	if p.subject != nil && *p.subject != t.Subject {
+		// The store stems the new subject in its own configuration.
+		t.Subject, t.SubjectConfig = *p.subject, SubjectSearchConfig(*p.subject)
 	}
 	if p.customFields != nil {
 		t.CustomFields = p.customFields

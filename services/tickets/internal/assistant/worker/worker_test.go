@@ -275,8 +275,8 @@ func (e *env) open(t *testing.T, name, language, text string) tickets.Message {
 		t.Fatal(err)
 	}
 	m, err := e.store.OpenTicketWithMessage(ctx, customer,
-		tickets.NewTicket{ChannelID: 9, EndUserID: u.ID, Subject: "Question", Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{}`)},
-		tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: text, CustomFields: json.RawMessage(`{}`)})
+		tickets.NewTicket{ChannelID: 9, EndUserID: u.ID, Subject: "Question", SearchConfig: tickets.SubjectSearchConfig("Question"), Status: tickets.StatusOpen, CustomFields: json.RawMessage(`{}`)},
+		tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderEndUser, Text: text, CustomFields: json.RawMessage(`{}`)}, time.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,8 +436,8 @@ func TestMessageCreatedDetectsAndPrepares(t *testing.T) {
 	}
 
 	// Agent messages are not worked on.
-	agent, err := e.store.AddMessage(context.Background(), customer, m.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent,
-		Text: "refund sent", CustomFields: json.RawMessage(`{}`)})
+	agent, err := e.store.AddMessage(context.Background(), customer, m.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent,
+		Text: "refund sent", CustomFields: json.RawMessage(`{}`)}, time.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,8 +492,8 @@ func TestDetectionRequested(t *testing.T) {
 	ctx := context.Background()
 	m := e.open(t, "Ada", "", "Where is my parcel?")
 	e.waitFor(t, m.ID, "auto topics", func(m tickets.Message) bool { return len(m.Topics) == 1 })
-	agent, err := e.store.AddMessage(ctx, customer, m.TicketID, tickets.NewMessage{SenderType: tickets.SenderAgent,
-		Text: "Your refund is on its way.", CustomFields: json.RawMessage(`{}`)})
+	agent, err := e.store.AddMessage(ctx, customer, m.TicketID, tickets.MessageInto(tickets.NewMessage{SenderType: tickets.SenderAgent,
+		Text: "Your refund is on its way.", CustomFields: json.RawMessage(`{}`)}, time.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
