@@ -85,7 +85,8 @@ func TestValidateTicket(t *testing.T) {
 	}}
 	ctx := context.Background()
 	got, err := ValidateTicket(ctx, look, 7, TicketInput{Subject: "  Broken printer ", ChannelID: 1, EndUserID: 3, Status: "pending"})
-	if err != nil || got.Subject != "Broken printer" || got.Status != StatusPending || string(got.CustomFields) != "{}" {
+	if err != nil || got.Subject != "Broken printer" || got.Status != StatusPending || string(got.CustomFields) != "{}" ||
+		got.SearchConfig != SubjectSearchConfig("Broken printer") {
 		t.Fatalf("ValidateTicket = %+v, %v", got, err)
 	}
 	if got, _ := ValidateTicket(ctx, look, 7, TicketInput{Subject: "x", ChannelID: 1, EndUserID: 3}); got.Status != StatusOpen {

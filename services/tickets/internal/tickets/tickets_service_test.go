@@ -133,8 +133,14 @@ func TestTkUpdateTicket(t *testing.T) {
 		{"a Closed ticket only reopens", StatusClosed, TicketPatch{Status: tkStr("Resolved")}, apperr.Conflict, "status", "", nil},
 		{"same status is no move", StatusClosed, TicketPatch{Status: tkStr("closed")}, "", "", StatusClosed, nil},
 		{"subject trimmed", StatusOpen, TicketPatch{Subject: tkStr("  New subject ")}, "", "", StatusOpen, func(t *testing.T, got Ticket) {
-			if got.Subject != "New subject" {
-				t.Fatalf("subject %q", got.Subject)
+			if got.Subject != "New subject" || got.SubjectConfig != SubjectSearchConfig("New subject") {
+				t.Fatalf("subject %q in %q", got.Subject, got.SubjectConfig)
+			}
+		}},
+		// The store indexes the subject again only when it changed.
+		{"same subject", StatusOpen, TicketPatch{Subject: tkStr("Old"), Status: tkStr("Pending")}, "", "", StatusPending, func(t *testing.T, got Ticket) {
+			if got.Subject != "Old" || got.SubjectConfig != "" {
+				t.Fatalf("subject %q in %q", got.Subject, got.SubjectConfig)
 			}
 		}},
 		{"subject blank", StatusOpen, TicketPatch{Subject: tkStr("  ")}, apperr.Invalid, "subject", "", nil},
