@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	api := httpapi.New(deps.Server, h, deps.Verifier, deps.Verifier.Revocations,
 		streamticket.New(deps.Redis, cfg.RedisPrefix, cfg.TicketTTL, deps.Now), src, eventstream.ErrGone)
-	api.Heartbeat, api.Now = cfg.Heartbeat, deps.Now
+	api.Heartbeat, api.Now, api.Closing = cfg.Heartbeat, deps.Now, ctx.Done()
 	api.Routes(deps.Server.Engine, deps.Auth())
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -58,6 +58,9 @@ type Handlers struct {
 	Now func() time.Time
 	// ErrGone is what Replayer returns for a range no longer retained.
 	ErrGone error
+	// Closing ends every stream (event reconnect) when the service shuts
+	// down: the server's graceful shutdown waits for its handlers.
+	Closing <-chan struct{}
 }
 
 // New returns the handlers.
@@ -236,6 +239,9 @@ func (h *Handlers) events(c *gin.Context) error {
 			_ = w.event(0, "expired", `{"reason":"expired"}`)
 			return nil
 		case <-budget:
+			_ = w.event(0, "reconnect", `{}`)
+			return nil
+		case <-h.Closing:
 			_ = w.event(0, "reconnect", `{}`)
 			return nil
 		case <-heartbeat.C:

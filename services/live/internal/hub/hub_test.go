@@ -88,10 +88,10 @@ func TestResumeFromTheRingOrTheStream(t *testing.T) {
 	}
 	// The ring holds 12, 13, 15 of customer 1 (11 was evicted).
 	cases := []struct {
-		name       string
-		after      uint64
-		from, to   uint64
-		ring       []uint64
+		name     string
+		after    uint64
+		from, to uint64
+		ring     []uint64
 	}{
 		{"no id", 0, 0, 0, nil},
 		{"in the ring", 12, 0, 0, []uint64{13, 15}},
