@@ -42,19 +42,24 @@ func New(js jetstream.JetStream, names contracts.Names, log *slog.Logger) *Sourc
 }
 
 // Follow starts the ordered consumers at the stream's next sequence, tells
-// the hub where it starts (hub.Start) and publishes every event to it until
-// the returned stop is called.
+// the hub where it starts (hub.Start) and publishes every event to it, in
+// sequence order (merger), until the returned stop is called.
 func (s *Source) Follow(ctx context.Context, h *hub.Hub) (stop func(), err error) {
 	st, err := s.js.Stream(ctx, s.stream)
 	if err != nil {
 		return nil, fmt.Errorf("live: events stream: %w", err)
 	}
 	last := st.CachedInfo().State.LastSeq
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m := &merger{hub: h, from: last, in: make(chan arrival, 1024), retry: 100 * time.Millisecond}
 	var ccs []jetstream.ConsumeContext
+	done := make(chan struct{})
 	stop = func() {
 		for _, cc := range ccs {
 			cc.Stop()
 		}
+		cancel()
+		<-done
 	}
 	for _, f := range s.filters {
 		cons, err := s.js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
@@ -66,17 +71,32 @@ func (s *Source) Follow(ctx context.Context, h *hub.Hub) (stop func(), err error
 			InactiveThreshold: 30 * time.Second,
 		})
 		if err != nil {
-			stop()
+			cancel()
 			return nil, fmt.Errorf("live: consumer of %s: %w", f, err)
 		}
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			if e, ok := s.decode(m); ok {
-				h.Publish(e)
+		m.cons = append(m.cons, cons)
+	}
+	go func() {
+		defer close(done)
+		m.run(mctx)
+	}()
+	for k, cons := range m.cons {
+		cc, err := cons.Consume(func(msg jetstream.Msg) {
+			md, err := msg.Metadata()
+			if err != nil {
+				return
+			}
+			// An event that does not decode still counts as delivered
+			// (CustomerID 0: the merger passes it).
+			e, _ := s.decode(md.Sequence.Stream, msg)
+			select {
+			case m.in <- arrival{k: k, e: e, consumer: md.Consumer, dseq: md.Sequence.Consumer}:
+			case <-mctx.Done():
 			}
 		})
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("live: consume %s: %w", f, err)
+			return nil, fmt.Errorf("live: consume %s: %w", s.filters[k], err)
 		}
 		ccs = append(ccs, cc)
 	}
@@ -148,7 +168,7 @@ func (s *Source) scan(cons jetstream.Consumer, to uint64, scanned *int, fn func(
 			if md.Sequence.Stream > to {
 				return nil
 			}
-			if e, ok := s.decode(m); ok {
+			if e, ok := s.decode(md.Sequence.Stream, m); ok {
 				fn(e)
 			}
 		}
@@ -179,15 +199,13 @@ type envelope struct {
 var forwarded = []string{"ticketID", "messageID", "endUserID", "channelID", "customerRepID", "inReplyToID",
 	"status", "previousStatus", "isClosed", "senderType", "source", "topicIDs", "attempts", "modified"}
 
-func (s *Source) decode(m jetstream.Msg) (hub.Event, bool) {
-	md, err := m.Metadata()
+// decode projects a message; one that does not decode is logged and
+// returned with its sequence only.
+func (s *Source) decode(seq uint64, m jetstream.Msg) (hub.Event, bool) {
+	e, err := Project(seq, m.Data())
 	if err != nil {
-		return hub.Event{}, false
-	}
-	e, err := Project(md.Sequence.Stream, m.Data())
-	if err != nil {
-		s.log.Warn("live: event skipped", "subject", m.Subject(), "seq", md.Sequence.Stream, "error", err.Error())
-		return hub.Event{}, false
+		s.log.Warn("live: event skipped", "subject", m.Subject(), "seq", seq, "error", err.Error())
+		return hub.Event{Seq: seq}, false
 	}
 	return e, true
 }

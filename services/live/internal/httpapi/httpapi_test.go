@@ -469,3 +469,45 @@ func TestTooManyStreamsIs429(t *testing.T) {
 		t.Fatalf("second stream: %s %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
 }
+
+// The events of the three filters (three consumers) reach a stream in
+// sequence order, so that its last id is a safe place to resume from:
+// nothing before it can come later.
+func TestEventsArriveInSequenceOrder(t *testing.T) {
+	e := start(t, hub.Limits{MaxStreams: 100, MaxStreamsPerCustomer: 10, Buffer: 512, Ring: 512}, nil)
+	tok, _ := e.tokens.token(1, time.Hour)
+	s := e.mustOpen("", bearer(tok))
+	types := []string{contracts.EventTicketUpdated, contracts.EventReplyDelivered, contracts.EventEndUserUpdated, contracts.EventMessageCreated}
+	const n = 200
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range n / 4 {
+				m, err := outbox.Event(context.Background(), types[(w+i)%len(types)], 1, time.Now(), map[string]int{"ticketID": i})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := e.harness.JS.PublishAsync(e.names.Subject(m.Subject), m.Data); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case <-e.harness.JS.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+		t.Fatal("publishes not acknowledged")
+	}
+	var last uint64
+	for range n {
+		f := s.next()
+		id, err := strconv.ParseUint(f.id, 10, 64)
+		if err != nil || id <= last {
+			t.Fatalf("event %q after %d", f.id, last)
+		}
+		last = id
+	}
+}
