@@ -30,11 +30,16 @@ type Source struct {
 	filters []string
 	// MaxScan bounds the messages one Replay reads.
 	MaxScan int
+	// replays bounds the Replays running at once: each opens a consumer
+	// per filter, and the account's consumers are limited (a replica that
+	// just started may see every console resume from before it).
+	replays chan struct{}
 }
 
 // New returns a Source over js under names' prefix.
 func New(js jetstream.JetStream, names contracts.Names, log *slog.Logger) *Source {
-	s := &Source{js: js, names: names, log: log, stream: names.Stream(contracts.StreamEvents), MaxScan: 10_000}
+	s := &Source{js: js, names: names, log: log, stream: names.Stream(contracts.StreamEvents), MaxScan: 10_000,
+		replays: make(chan struct{}, 16)}
 	for _, c := range contracts.LiveConsumers {
 		s.filters = append(s.filters, names.Subject(c.Filter))
 	}
@@ -112,6 +117,12 @@ var ErrGone = errors.New("live: the events after that id are no longer retained"
 // order, read from the stream with a short-lived ordered consumer per
 // filter.
 func (s *Source) Replay(ctx context.Context, customerID int64, from, to uint64) ([]hub.Event, error) {
+	select {
+	case s.replays <- struct{}{}:
+		defer func() { <-s.replays }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	st, err := s.js.Stream(ctx, s.stream)
 	if err != nil {
 		return nil, fmt.Errorf("live: events stream: %w", err)
