@@ -30,7 +30,7 @@ const (
 func liveFanoutCase() *benchCase {
 	return &benchCase{
 		Name: "live-fanout", Needs: []string{"auth", "mailingest", "tickets", "live"},
-		Note: fmt.Sprintf("%d streams of the bench customer open through the gateway; %d tickets created through the API, one every %s: "+
+		Note: fmt.Sprintf("%d streams of the bench customer open through the gateway, then straight to the service; %d tickets created through the API, one every %s: "+
 			"each ticket.created's spread over the streams (first -> each receipt, target p99 < %s) and POST -> receipt; "+
 			"then %d idle streams and the live process's RSS (target < %d MB)",
 			liveStreams, liveEvents, liveInterval, liveFanoutP99, liveIdleStreams, liveIdleRSSMB),
@@ -44,10 +44,10 @@ type receipt struct {
 	at       time.Time
 }
 
-// openStreams opens n streams with the bench admin's bearer token; each
-// reports its ticket.created receipts on out. They stay open until ctx
-// ends.
-func openStreams(ctx context.Context, e *benchEnv, n int, out chan<- receipt) error {
+// openStreams opens n streams at base (the gateway, or the live service
+// itself) with the bench admin's bearer token; each reports its
+// ticket.created receipts on out. They stay open until ctx ends.
+func openStreams(ctx context.Context, e *benchEnv, hc *http.Client, base string, n int, out chan<- receipt) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	opened := make(chan struct{}, n)
@@ -55,14 +55,14 @@ func openStreams(ctx context.Context, e *benchEnv, n int, out chan<- receipt) er
 	for range n {
 		wg.Go(func() {
 			sem <- struct{}{}
-			req, err := e.API.NewRequest(ctx, http.MethodGet, "/api/live/events", "")
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/live/events", nil)
 			if err != nil {
 				<-sem
 				errs <- err
 				return
 			}
 			e.API.Authorize(req)
-			resp, err := e.API.HTTP.Do(req)
+			resp, err := hc.Do(req)
 			<-sem
 			if err != nil {
 				errs <- err
@@ -115,6 +115,9 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if e.MetricsURL["live"] == "" {
+		return nil, errors.New("live's address is unknown")
+	}
 	var ch struct {
 		ChannelID int64 `json:"channelID"`
 	}
@@ -130,13 +133,70 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 		return nil, fmt.Errorf("end user: %v", err)
 	}
 
+	// Through the gateway, as consoles get them; then straight from the
+	// service (the gateway and this client share the machine's CPUs with
+	// it, and spread its writes).
+	gw := e.API.HTTP
+	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: liveStreams}}
+	liveURL := strings.TrimSuffix(e.MetricsURL["live"], "/metrics")
+	var lines []string
+	var failed []string
+	for _, via := range []struct {
+		name string
+		hc   *http.Client
+		base string
+	}{{"through the gateway", gw, e.API.BaseURL}, {"from the service directly", direct, liveURL}} {
+		sctx, stop := context.WithCancel(ctx)
+		spread, endToEnd, opened, err := fanout(sctx, e, via.hc, via.base, ch.ChannelID, eu.EndUserID)
+		stop()
+		if err != nil {
+			return lines, fmt.Errorf("%s: %w", via.name, err)
+		}
+		lines = append(lines,
+			fmt.Sprintf("%s: %d streams open in %s; spread over the streams (%d receipts): p50 %s, p99 %s, max %s; "+
+				"POST /api/Tickets sent -> received: p50 %s, p99 %s, max %s",
+				via.name, liveStreams, opened.Round(time.Millisecond), len(spread), pct(spread, 50), pct(spread, 99), pct(spread, 100),
+				pct(endToEnd, 50), pct(endToEnd, 99), pct(endToEnd, 100)))
+		if p := pct(spread, 99); p >= liveFanoutP99 {
+			failed = append(failed, fmt.Sprintf("fan-out p99 %s is not under %s %s", p, liveFanoutP99, via.name))
+		}
+	}
+
+	// Idle streams, straight to the service (the client holds one
+	// connection each).
+	pid, ok := e.Stack.PIDs()["live"]
+	if !ok {
+		return lines, errors.New("live is not running")
+	}
+	before := memKB(pid, "status", "VmRSS:")
+	start := time.Now()
+	idle := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: liveIdleStreams}}
+	if err := openStreams(ctx, e, idle, liveURL, liveIdleStreams, nil); err != nil {
+		return lines, err
+	}
+	opened := time.Since(start)
+	rss := memKB(pid, "status", "VmRSS:")
+	lines = append(lines, fmt.Sprintf("%d idle streams (opened in %s): live RSS %d MB (%d MB before)",
+		liveIdleStreams, opened.Round(time.Millisecond), rss/1024, before/1024))
+	if rss/1024 >= liveIdleRSSMB {
+		failed = append(failed, fmt.Sprintf("live RSS %d MB with %d streams is not under %d MB", rss/1024, liveIdleStreams, liveIdleRSSMB))
+	}
+	if len(failed) > 0 {
+		return lines, errors.New(strings.Join(failed, "; "))
+	}
+	return lines, nil
+}
+
+// fanout opens liveStreams streams at base, creates liveEvents tickets
+// through the gateway and returns each receipt's delay after the first
+// receipt of its event (the spread) and after its POST was sent.
+func fanout(ctx context.Context, e *benchEnv, hc *http.Client, base string, channelID, endUserID int64) (spread, endToEnd []time.Duration, opened time.Duration, err error) {
 	receipts := make(chan receipt, liveStreams*4)
 	start := time.Now()
-	if err := openStreams(ctx, e, liveStreams, receipts); err != nil {
-		return nil, err
+	if err := openStreams(ctx, e, hc, base, liveStreams, receipts); err != nil {
+		return nil, nil, 0, err
 	}
-	lines := []string{fmt.Sprintf("%d streams open in %s", liveStreams, time.Since(start).Round(time.Millisecond))}
-
+	opened = time.Since(start)
 	sent := map[int64]time.Time{}
 	got := map[int64][]time.Time{}
 	tick := time.NewTicker(liveInterval)
@@ -144,12 +204,12 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 	for i := range liveEvents {
 		t0 := time.Now()
 		body, err := e.API.Do(ctx, http.MethodPost, "/api/Tickets",
-			fmt.Sprintf(`{"subject":"Live bench %d","channelID":%d,"endUserID":%d}`, i, ch.ChannelID, eu.EndUserID), http.StatusCreated)
+			fmt.Sprintf(`{"subject":"Live bench %d","channelID":%d,"endUserID":%d}`, i, channelID, endUserID), http.StatusCreated)
 		var tk struct {
 			TicketID int64 `json:"ticketID"`
 		}
 		if err != nil || json.Unmarshal(body, &tk) != nil {
-			return lines, fmt.Errorf("ticket: %v", err)
+			return nil, nil, 0, fmt.Errorf("ticket: %v", err)
 		}
 		sent[tk.TicketID] = t0
 	drain:
@@ -160,21 +220,19 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 			case <-tick.C:
 				break drain
 			case <-ctx.Done():
-				return lines, ctx.Err()
+				return nil, nil, 0, ctx.Err()
 			}
 		}
 	}
-	// The last ones.
 	deadline := time.After(5 * time.Second)
 	for complete(got, sent) < len(sent) {
 		select {
 		case r := <-receipts:
 			got[r.ticketID] = append(got[r.ticketID], r.at)
 		case <-deadline:
-			return lines, fmt.Errorf("after 5 s, %d of %d events reached every stream", complete(got, sent), len(sent))
+			return nil, nil, 0, fmt.Errorf("after 5 s, %d of %d events reached every stream", complete(got, sent), len(sent))
 		}
 	}
-	var spread, endToEnd []time.Duration
 	for id, t0 := range sent {
 		ts := got[id]
 		first := slices.MinFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
@@ -185,33 +243,7 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 	}
 	slices.Sort(spread)
 	slices.Sort(endToEnd)
-	lines = append(lines,
-		fmt.Sprintf("fan-out spread over %d streams (%d receipts): p50 %s, p99 %s, max %s",
-			liveStreams, len(spread), pct(spread, 50), pct(spread, 99), pct(spread, 100)),
-		fmt.Sprintf("POST /api/Tickets sent -> received on a stream: p50 %s, p99 %s, max %s",
-			pct(endToEnd, 50), pct(endToEnd, 99), pct(endToEnd, 100)))
-	if p := pct(spread, 99); p >= liveFanoutP99 {
-		return lines, fmt.Errorf("fan-out p99 %s is not under %s", p, liveFanoutP99)
-	}
-
-	// Idle streams: the ones above stay open, the rest are opened now.
-	pid, ok := e.Stack.PIDs()["live"]
-	if !ok {
-		return lines, errors.New("live is not running")
-	}
-	before := memKB(pid, "status", "VmRSS:")
-	start = time.Now()
-	if err := openStreams(ctx, e, liveIdleStreams-liveStreams, nil); err != nil {
-		return lines, err
-	}
-	opened := time.Since(start)
-	rss := memKB(pid, "status", "VmRSS:")
-	lines = append(lines, fmt.Sprintf("%d idle streams (opened in %s): live RSS %d MB (%d MB with %d streams)",
-		liveIdleStreams, opened.Round(time.Millisecond), rss/1024, before/1024, liveStreams))
-	if rss/1024 >= liveIdleRSSMB {
-		return lines, fmt.Errorf("live RSS %d MB with %d streams is not under %d MB", rss/1024, liveIdleStreams, liveIdleRSSMB)
-	}
-	return lines, nil
+	return spread, endToEnd, opened, nil
 }
 
 // complete counts the events that reached every stream.
