@@ -222,18 +222,21 @@ func (h *Handlers) events(c *gin.Context) error {
 	defer heartbeat.Stop()
 	for {
 		select {
-		case e := <-sub.Events():
-			// The console has what precedes its id, and the replay's
-			// events may come again from the hub.
-			if e.Seq <= after || replayed[e.Seq] {
-				continue
-			}
-			if err := w.event(e.Seq, e.Type, string(e.Data)); err != nil {
-				return nil
+		case <-sub.Wake():
+			for _, e := range sub.Take() {
+				// The console has what precedes its id (it may come
+				// from a replica further on), and a replayed event
+				// may also be the ring's.
+				if e.Seq <= after || replayed[e.Seq] {
+					continue
+				}
+				if err := w.event(e.Seq, e.Type, string(e.Data)); err != nil {
+					return nil
+				}
 			}
 		case <-sub.Dropped():
-			// Too slow: its buffer filled. The console reconnects and
-			// resumes from its last id.
+			// Too slow: it fell more than LIVE_BUFFER events behind. The
+			// console reconnects and resumes from its last id.
 			return nil
 		case <-expiry.C:
 			_ = w.event(0, "expired", `{"reason":"expired"}`)

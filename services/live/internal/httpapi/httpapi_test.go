@@ -320,9 +320,10 @@ func TestResumeWithLastEventID(t *testing.T) {
 	s := e.mustOpen("", bearer(tok))
 	first := e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 2})
 	s.want(first, contracts.EventTicketCreated)
-	s.resp.Body.Close()
 
-	// Missed while disconnected: the ring (2 events) keeps only the last two.
+	// Missed by the console that reconnects with the first id: the ring
+	// (2 events) keeps only the last two. The stream still open shows when
+	// the hub has them all.
 	type sent struct {
 		seq uint64
 		typ string
@@ -331,7 +332,9 @@ func TestResumeWithLastEventID(t *testing.T) {
 	for i := range 4 {
 		missed = append(missed, sent{e.publish(1, contracts.EventMessageCreated, contracts.MessageChanged{MessageID: int64(10 + i), TicketID: 2}), contracts.EventMessageCreated})
 		e.publish(2, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 50})
+		s.want(missed[i].seq, contracts.EventMessageCreated)
 	}
+	s.resp.Body.Close()
 	lastID := strconv.FormatUint(first, 10)
 	// The header (an EventSource's reconnect) and the parameter (a new
 	// EventSource with a new ticket) resume alike.

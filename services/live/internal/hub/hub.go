@@ -1,7 +1,12 @@
 // Package hub fans the events of each customer out to that customer's open
 // streams, and keeps a ring of each customer's recent events so that a
 // stream resuming after a reconnect (Last-Event-ID) gets what it missed.
-// Nothing here blocks on a stream: a stream whose buffer is full is dropped.
+//
+// The ring is also the streams' buffer: a stream holds only how many of
+// the ring's latest events it has not taken yet, and a wake-up signal, so
+// that 10,000 idle streams cost no per-stream event buffers. Nothing here
+// blocks on a stream: one that falls more than Limits.Buffer events behind
+// is dropped.
 package hub
 
 import (
@@ -27,7 +32,7 @@ type Limits struct {
 	MaxStreams            int
 	MaxStreamsPerCustomer int
 	// Buffer is the events one stream may have waiting; beyond it the
-	// stream is dropped.
+	// stream is dropped. At most Ring.
 	Buffer int
 	// Ring is the number of recent events kept per customer.
 	Ring int
@@ -56,6 +61,7 @@ type customer struct {
 
 // New returns a hub that serves no stream until Start.
 func New(lim Limits) *Hub {
+	lim.Buffer = min(lim.Buffer, lim.Ring)
 	return &Hub{lim: lim, customers: map[int64]*customer{}}
 }
 
@@ -89,32 +95,33 @@ func (h *Hub) Streams() int {
 	return h.streams
 }
 
-// Publish records e in its customer's ring and hands it to every open
-// stream of that customer, never waiting: a stream whose buffer is full is
-// dropped.
+// Publish records e in its customer's ring and wakes every open stream of
+// that customer, never waiting: a stream with more than Buffer events not
+// taken is dropped. Events come in sequence order (the merger of
+// eventstream); one not after the customer's latest is ignored.
 func (h *Hub) Publish(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.customer(e.CustomerID)
-	// The consumers of different filters may hand events over out of
-	// sequence order: insert in order.
-	i := len(c.ring)
-	for i > 0 && c.ring[i-1].Seq > e.Seq {
-		i--
+	if n := len(c.ring); n > 0 && c.ring[n-1].Seq >= e.Seq {
+		return
 	}
-	if i > 0 && c.ring[i-1].Seq == e.Seq {
-		return // seen already (a consumer redelivered it)
+	if len(c.ring) == h.lim.Ring {
+		c.evicted = c.ring[0].Seq
+		// Shift in place: the ring's array is reused.
+		copy(c.ring, c.ring[1:])
+		c.ring = c.ring[:len(c.ring)-1]
 	}
-	c.ring = slices.Insert(c.ring, i, e)
-	if over := len(c.ring) - h.lim.Ring; over > 0 {
-		c.evicted = c.ring[over-1].Seq
-		c.ring = slices.Delete(c.ring, 0, over)
-	}
+	c.ring = append(c.ring, e)
 	for s := range c.subs {
-		select {
-		case s.ch <- e:
-		default:
+		s.pending++
+		if s.pending > h.lim.Buffer {
 			h.drop(c, s)
+			continue
+		}
+		select {
+		case s.wake <- struct{}{}:
+		default: // woken already
 		}
 	}
 }
@@ -150,12 +157,29 @@ func (h *Hub) remove(c *customer, s *Sub) {
 type Sub struct {
 	h          *Hub
 	customerID int64
-	ch         chan Event
+	wake       chan struct{}
 	gone       chan struct{}
+	// pending is how many of the ring's latest events the stream has not
+	// taken (h.mu).
+	pending int
 }
 
-// Events are the stream's live events, in the order the hub got them.
-func (s *Sub) Events() <-chan Event { return s.ch }
+// Wake receives when the stream has events to Take.
+func (s *Sub) Wake() <-chan struct{} { return s.wake }
+
+// Take returns the events published since the last Take, in sequence
+// order.
+func (s *Sub) Take() []Event {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	c := s.h.customers[s.customerID]
+	if c == nil || s.pending == 0 {
+		return nil
+	}
+	out := slices.Clone(c.ring[len(c.ring)-s.pending:])
+	s.pending = 0
+	return out
+}
 
 // Dropped is closed when the hub dropped the stream as too slow.
 func (s *Sub) Dropped() <-chan struct{} { return s.gone }
@@ -182,9 +206,8 @@ type Resume struct {
 // Subscribe opens a stream of customer's events. With after > 0 (a
 // Last-Event-ID) it also returns what the stream missed after that
 // sequence; registering and taking the ring happen under one lock, so that
-// no event falls between the replay and the live events (an event may come
-// twice: callers skip sequences they sent). Over the limits it is a
-// RateLimited error, before Start Unavailable.
+// no event falls between the replay and the live events. Over the limits
+// it is a RateLimited error, before Start Unavailable.
 func (h *Hub) Subscribe(customerID int64, after uint64) (*Sub, Resume, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -200,7 +223,7 @@ func (h *Hub) Subscribe(customerID int64, after uint64) (*Sub, Resume, error) {
 		return nil, Resume{}, &apperr.Error{Code: apperr.RateLimited, RetryAfterSeconds: 5,
 			Message: "your organisation has as many open live streams as allowed; close another console first"}
 	}
-	s := &Sub{h: h, customerID: customerID, ch: make(chan Event, h.lim.Buffer), gone: make(chan struct{})}
+	s := &Sub{h: h, customerID: customerID, wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	c.subs[s] = struct{}{}
 	h.streams++
 	var r Resume

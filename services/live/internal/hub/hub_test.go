@@ -34,9 +34,10 @@ func TestSlowStreamIsDroppedWithoutBlockingOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seq := uint64(1); seq <= 5; seq++ {
-		h.Publish(ev(seq, 1)) // returns although slow reads nothing
-		if got := <-fast.Events(); got.Seq != seq {
-			t.Fatalf("fast got %d, want %d", got.Seq, seq)
+		h.Publish(ev(seq, 1)) // returns although slow takes nothing
+		<-fast.Wake()
+		if got := fast.Take(); len(got) != 1 || got[0].Seq != seq {
+			t.Fatalf("fast got %v, want %d", got, seq)
 		}
 	}
 	select {
@@ -65,14 +66,19 @@ func TestEventsReachOnlyTheirCustomer(t *testing.T) {
 	b, _, _ := h.Subscribe(2, 0)
 	h.Publish(ev(1, 1))
 	h.Publish(ev(2, 2))
-	if got := <-a.Events(); got.Seq != 1 {
-		t.Fatalf("customer 1 got %d", got.Seq)
+	<-a.Wake()
+	<-b.Wake()
+	if got := a.Take(); len(got) != 1 || got[0].Seq != 1 {
+		t.Fatalf("customer 1 got %v", got)
 	}
-	if got := <-b.Events(); got.Seq != 2 {
-		t.Fatalf("customer 2 got %d first, want its own event 2", got.Seq)
+	if got := b.Take(); len(got) != 1 || got[0].Seq != 2 {
+		t.Fatalf("customer 2 got %v, want its own event 2 only", got)
 	}
-	if len(a.Events()) != 0 || len(b.Events()) != 0 {
-		t.Fatal("an event reached another customer's stream")
+	h.Publish(ev(3, 1))
+	select {
+	case <-b.Wake():
+		t.Fatal("customer 2's stream was woken by customer 1's event")
+	default:
 	}
 }
 
@@ -82,8 +88,8 @@ func TestResumeFromTheRingOrTheStream(t *testing.T) {
 		t.Fatalf("before Start: %v", err)
 	}
 	h.Start(10) // the hub sees the events after 10
-	// Out of order (two consumers), another customer's in between.
-	for _, e := range []hub.Event{ev(11, 1), ev(13, 1), ev(12, 1), ev(14, 2), ev(15, 1), ev(13, 1)} {
+	// Another customer's in between; an event again is ignored.
+	for _, e := range []hub.Event{ev(11, 1), ev(12, 1), ev(13, 1), ev(14, 2), ev(15, 1), ev(13, 1)} {
 		h.Publish(e)
 	}
 	// The ring holds 12, 13, 15 of customer 1 (11 was evicted).
@@ -148,5 +154,28 @@ func TestStreamLimits(t *testing.T) {
 	a1.Close()
 	if _, _, err := h.Subscribe(3, 0); err != nil {
 		t.Fatalf("after a close: %v", err)
+	}
+}
+
+// A burst of events wakes a stream once; it takes them all, in order, and
+// its events are kept in the customer's ring, not per stream.
+func TestBurstIsTakenAtOnce(t *testing.T) {
+	h := started(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 50, Ring: 100})
+	s, _, _ := h.Subscribe(1, 0)
+	for seq := uint64(1); seq <= 50; seq++ {
+		h.Publish(ev(seq, 1))
+	}
+	<-s.Wake()
+	got := s.Take()
+	if len(got) != 50 || got[0].Seq != 1 || got[49].Seq != 50 {
+		t.Fatalf("took %d events", len(got))
+	}
+	if again := s.Take(); len(again) != 0 {
+		t.Fatalf("took %d events again", len(again))
+	}
+	select {
+	case <-s.Dropped():
+		t.Fatal("dropped at its buffer's size")
+	default:
 	}
 }
