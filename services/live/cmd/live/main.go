@@ -92,6 +92,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	api := httpapi.New(deps.Server, h, deps.Verifier, deps.Verifier.Revocations,
 		streamticket.New(deps.Redis, cfg.RedisPrefix, cfg.TicketTTL, deps.Now), src, eventstream.ErrGone)
 	api.Heartbeat, api.Now, api.Closing = cfg.Heartbeat, deps.Now, ctx.Done()
+	// The streams on connections taken over end at the signal too; the
+	// shutdown waits for their last event.
+	deps.Go(func(ctx context.Context) {
+		<-ctx.Done()
+		api.Wait()
+	})
 	api.Routes(deps.Server.Engine, deps.Auth())
 	return deps.Serve(ctx, cfg.HTTPAddr, stdout)
 }

@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -59,14 +62,19 @@ type Handlers struct {
 	// ErrGone is what Replayer returns for a range no longer retained.
 	ErrGone error
 	// Closing ends every stream (event reconnect) when the service shuts
-	// down: the server's graceful shutdown waits for its handlers.
+	// down: the server's graceful shutdown waits for its handlers, and
+	// Wait for the streams on connections taken over.
 	Closing <-chan struct{}
+	// MaxLife bounds a stream whose request has no deadline.
+	MaxLife time.Duration
+
+	streams sync.WaitGroup
 }
 
 // New returns the handlers.
 func New(s *httpserver.Server, h *hub.Hub, v Verifier, r Revocations, t Tickets, rp Replayer, errGone error) *Handlers {
 	return &Handlers{s: s, hub: h, verifier: v, revocations: r, tickets: t, replayer: rp, ErrGone: errGone,
-		Heartbeat: 15 * time.Second, WriteTimeout: 10 * time.Second, Now: time.Now}
+		Heartbeat: 15 * time.Second, WriteTimeout: 10 * time.Second, Now: time.Now, MaxLife: time.Hour}
 }
 
 type ticketResponse struct {
@@ -153,7 +161,12 @@ func lastEventID(c *gin.Context) (uint64, error) {
 	return n, nil
 }
 
-// events is the stream.
+// events is the stream. Over HTTP/1.1 (the gateway's connection to the
+// service) the connection is taken over once the stream is set up, and the
+// stream runs on a goroutine of its own: it then holds no net/http buffers,
+// no background reader and no deep handler stack, which is most of what an
+// idle stream would otherwise cost (10,000 of them on a replica). Other
+// protocols are served in the handler.
 func (h *Handlers) events(c *gin.Context) error {
 	p, err := h.principal(c)
 	if err != nil {
@@ -167,7 +180,6 @@ func (h *Handlers) events(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
 	ctx := c.Request.Context()
 	var replay []hub.Event
 	reset := false
@@ -177,113 +189,201 @@ func (h *Handlers) events(c *gin.Context) error {
 			reset, err = true, nil
 		}
 		if err != nil {
+			sub.Close()
 			return err
 		}
 	}
 	if !reset {
 		replay = append(replay, resume.Ring...)
 	}
-
-	w := &writer{c: c, rc: http.NewResponseController(c.Writer), timeout: h.WriteTimeout}
-	c.Header("Content-Type", "text/event-stream; charset=utf-8")
-	c.Header("Cache-Control", "no-cache, no-store, no-transform")
-	// Proxies that buffer by default (nginx) pass the stream through.
-	c.Header("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	// retry: how long an EventSource waits before it reconnects.
-	if err := w.write("retry: 2000\n\n"); err != nil {
-		return nil
-	}
-	if reset {
-		if err := w.event(0, "reset", `{"reason":"the events after the last id received are no longer retained; reload"}`); err != nil {
-			return nil
-		}
-	}
-	replayed := make(map[uint64]bool, len(replay))
-	for _, e := range replay {
-		if err := w.event(e.Seq, e.Type, string(e.Data)); err != nil {
-			return nil
-		}
-		replayed[e.Seq] = true
-	}
-
-	expiry := time.NewTimer(p.ExpiresAt.Sub(h.Now()))
-	defer expiry.Stop()
+	st := &stream{h: h, p: p, sub: sub, after: after, replay: replay, reset: reset, end: h.Now().Add(h.MaxLife)}
 	// The stream ends before the request's time budget (REQUEST_TIMEOUT),
 	// so that neither this server's nor the gateway's write timeout cuts
 	// it: the console reconnects with its last id.
-	var budget <-chan time.Time
 	if d, ok := ctx.Deadline(); ok {
-		t := time.NewTimer(time.Until(d) - 2*time.Second)
-		defer t.Stop()
-		budget = t.C
+		st.end = h.Now().Add(time.Until(d) - 2*time.Second)
 	}
+
+	header := c.Writer.Header()
+	header.Set("Content-Type", "text/event-stream; charset=utf-8")
+	header.Set("Cache-Control", "no-cache, no-store, no-transform")
+	// Proxies that buffer by default (nginx) pass the stream through.
+	header.Set("X-Accel-Buffering", "no")
+	if hj, ok := c.Writer.(http.Hijacker); ok && c.Request.ProtoMajor == 1 {
+		conn, _, err := hj.Hijack()
+		if err == nil {
+			out := &connSink{conn: conn, timeout: h.WriteTimeout}
+			if err := out.start(header); err != nil {
+				_ = conn.Close()
+				sub.Close()
+				return nil
+			}
+			h.streams.Add(1)
+			go func() {
+				defer h.streams.Done()
+				defer sub.Close()
+				st.run(context.Background(), out)
+				out.finish()
+			}()
+			return nil
+		}
+	}
+	defer sub.Close()
+	c.Status(http.StatusOK)
+	st.run(ctx, &writerSink{w: c.Writer, rc: http.NewResponseController(c.Writer), timeout: h.WriteTimeout})
+	return nil
+}
+
+// Wait waits until every stream that runs on a goroutine of its own has
+// ended (they end at Closing).
+func (h *Handlers) Wait() { h.streams.Wait() }
+
+// stream is one open stream.
+type stream struct {
+	h      *Handlers
+	p      authn.Principal
+	sub    *hub.Sub
+	after  uint64
+	replay []hub.Event
+	reset  bool
+	end    time.Time
+}
+
+// sink is where a stream's frames go, each at once.
+type sink interface{ write(s string) error }
+
+func (st *stream) run(ctx context.Context, out sink) {
+	h := st.h
+	event := func(id uint64, typ, data string) error {
+		var b strings.Builder
+		if id > 0 {
+			fmt.Fprintf(&b, "id: %d\n", id)
+		}
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, data)
+		return out.write(b.String())
+	}
+	// retry: how long an EventSource waits before it reconnects.
+	if err := out.write("retry: 2000\n\n"); err != nil {
+		return
+	}
+	if st.reset {
+		if err := event(0, "reset", `{"reason":"the events after the last id received are no longer retained; reload"}`); err != nil {
+			return
+		}
+	}
+	var replayed map[uint64]bool
+	for _, e := range st.replay {
+		if err := event(e.Seq, e.Type, string(e.Data)); err != nil {
+			return
+		}
+		if replayed == nil {
+			replayed = map[uint64]bool{}
+		}
+		replayed[e.Seq] = true
+	}
+	st.replay = nil
+
+	expiry := time.NewTimer(st.p.ExpiresAt.Sub(h.Now()))
+	defer expiry.Stop()
+	budget := time.NewTimer(st.end.Sub(h.Now()))
+	defer budget.Stop()
 	heartbeat := time.NewTicker(h.Heartbeat)
 	defer heartbeat.Stop()
 	for {
 		select {
-		case <-sub.Wake():
-			for _, e := range sub.Take() {
+		case <-st.sub.Wake():
+			for _, e := range st.sub.Take() {
 				// The console has what precedes its id (it may come
 				// from a replica further on), and a replayed event
 				// may also be the ring's.
-				if e.Seq <= after || replayed[e.Seq] {
+				if e.Seq <= st.after || replayed[e.Seq] {
 					continue
 				}
-				if err := w.event(e.Seq, e.Type, string(e.Data)); err != nil {
-					return nil
+				if err := event(e.Seq, e.Type, string(e.Data)); err != nil {
+					return
 				}
 			}
-		case <-sub.Dropped():
+		case <-st.sub.Dropped():
 			// Too slow: it fell more than LIVE_BUFFER events behind. The
 			// console reconnects and resumes from its last id.
-			return nil
+			return
 		case <-expiry.C:
-			_ = w.event(0, "expired", `{"reason":"expired"}`)
-			return nil
-		case <-budget:
-			_ = w.event(0, "reconnect", `{}`)
-			return nil
+			_ = event(0, "expired", `{"reason":"expired"}`)
+			return
+		case <-budget.C:
+			_ = event(0, "reconnect", `{}`)
+			return
 		case <-h.Closing:
-			_ = w.event(0, "reconnect", `{}`)
-			return nil
+			_ = event(0, "reconnect", `{}`)
+			return
 		case <-heartbeat.C:
-			revoked, err := h.revocations.Revoked(ctx, p.TokenID, p.AccountID, p.IssuedAt)
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			revoked, err := h.revocations.Revoked(rctx, st.p.TokenID, st.p.AccountID, st.p.IssuedAt)
+			cancel()
 			if err == nil && revoked {
-				_ = w.event(0, "expired", `{"reason":"revoked"}`)
-				return nil
+				_ = event(0, "expired", `{"reason":"revoked"}`)
+				return
 			}
-			if err := w.write(": ping\n\n"); err != nil {
-				return nil
+			// A client that went away shows here at the latest.
+			if err := out.write(": ping\n\n"); err != nil {
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
 }
 
-// writer writes SSE frames, each flushed at once and bounded in time.
-type writer struct {
-	c       *gin.Context
+// writerSink writes to the handler's ResponseWriter.
+type writerSink struct {
+	w       gin.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
 }
 
-func (w *writer) write(s string) error {
+func (s *writerSink) write(str string) error {
 	// Not every ResponseWriter supports deadlines (tests' recorders):
 	// the server's write timeout bounds those.
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	if _, err := w.c.Writer.WriteString(s); err != nil {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := s.w.WriteString(str); err != nil {
 		return err
 	}
-	return w.rc.Flush()
+	return s.rc.Flush()
 }
 
-func (w *writer) event(id uint64, typ, data string) error {
+// connSink writes an HTTP/1.1 chunked answer to a taken-over connection,
+// each frame in one chunk and one write, bounded in time.
+type connSink struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+// start writes the status line and header.
+func (s *connSink) start(h http.Header) error {
 	var b strings.Builder
-	if id > 0 {
-		fmt.Fprintf(&b, "id: %d\n", id)
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	h.Set("Transfer-Encoding", "chunked")
+	h.Set("Connection", "close")
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	if err := h.Write(&b); err != nil {
+		return err
 	}
-	fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, data)
-	return w.write(b.String())
+	b.WriteString("\r\n")
+	return s.raw(b.String())
+}
+
+func (s *connSink) write(str string) error {
+	return s.raw(strconv.FormatInt(int64(len(str)), 16) + "\r\n" + str + "\r\n")
+}
+
+func (s *connSink) raw(str string) error {
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.timeout))
+	_, err := io.WriteString(s.conn, str)
+	return err
+}
+
+// finish ends the answer (the last chunk) and closes the connection.
+func (s *connSink) finish() {
+	_ = s.raw("0\r\n\r\n")
+	_ = s.conn.Close()
 }

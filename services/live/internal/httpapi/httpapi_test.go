@@ -68,6 +68,7 @@ type env struct {
 	revoke  *authn.Revocations
 	clock   *clock
 	api     *httpapi.Handlers
+	h2      *httptest.Server
 }
 
 type clock struct {
@@ -142,6 +143,12 @@ func start(t *testing.T, lim hub.Limits, tune func(*httpapi.Handlers)) *env {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
+	// The same over HTTP/2 (TLS), where the stream stays in its handler.
+	h2 := httptest.NewUnstartedServer(srv.Handler())
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	t.Cleanup(h2.Close)
+	e.h2 = h2
 	return e
 }
 
@@ -193,6 +200,11 @@ func (e *env) open(query string, header map[string]string) (*stream, *http.Respo
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		e.t.Fatalf("content type %q", ct)
+	}
+	// Over HTTP/1.1 the service takes the connection over (and closes
+	// it at the stream's end).
+	if !resp.Close || resp.Header.Get("X-Request-Id") == "" {
+		e.t.Fatalf("an HTTP/1.1 stream answered with %v", resp.Header)
 	}
 	s := &stream{t: e.t, resp: resp, frames: make(chan frame, 100)}
 	e.t.Cleanup(func() { resp.Body.Close() })
@@ -512,5 +524,48 @@ func TestEventsArriveInSequenceOrder(t *testing.T) {
 			t.Fatalf("event %q after %d", f.id, last)
 		}
 		last = id
+	}
+}
+
+// Over HTTP/2 the stream is served in its handler: the same events.
+func TestStreamOverHTTP2(t *testing.T) {
+	e := start(t, defaults, nil)
+	tok, _ := e.tokens.token(1, time.Hour)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", e.h2.URL+"/api/live/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := e.h2.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
+		t.Fatalf("%s %d", resp.Proto, resp.StatusCode)
+	}
+	seq := e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 5})
+	want := "id: " + strconv.FormatUint(seq, 10)
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if l == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %q within 1 s", want)
+		}
 	}
 }
