@@ -30,7 +30,7 @@ type Config struct {
 	config.Common
 	MaxStreams            int           `env:"LIVE_MAX_STREAMS" default:"20000" desc:"open streams one replica accepts; beyond: 429"`
 	MaxStreamsPerCustomer int           `env:"LIVE_MAX_STREAMS_PER_CUSTOMER" default:"2000" desc:"open streams of one customer one replica accepts; beyond: 429"`
-	Buffer                int           `env:"LIVE_BUFFER" default:"64" desc:"events one stream may have waiting (at most LIVE_RING: they are the ring's latest); a stream that falls further behind is closed (its console reconnects and resumes)"`
+	Buffer                int           `env:"LIVE_BUFFER" default:"64" desc:"events one stream may have waiting; a stream that falls further behind is closed (its console reconnects and resumes)"`
 	Ring                  int           `env:"LIVE_RING" default:"512" desc:"recent events kept per customer for streams that resume (Last-Event-ID); older ids are read from the EVENTS stream"`
 	ReplayMax             int           `env:"LIVE_REPLAY_MAX" default:"10000" desc:"most EVENTS messages read for one resuming stream; further back, the console is told to reload (event reset)"`
 	TicketTTL             time.Duration `env:"LIVE_TICKET_TTL" default:"30s" desc:"lifetime of a stream ticket (single use, never beyond its token)"`
@@ -113,9 +113,6 @@ func (c Config) check() error {
 		if v.n <= 0 {
 			errs = append(errs, fmt.Errorf("config: %s (%d) must be positive", v.name, v.n))
 		}
-	}
-	if c.Buffer > c.Ring {
-		errs = append(errs, fmt.Errorf("config: LIVE_BUFFER (%d) must not exceed LIVE_RING (%d): a stream's waiting events are the ring's latest", c.Buffer, c.Ring))
 	}
 	if c.TicketTTL <= 0 || c.TicketTTL > 5*time.Minute {
 		errs = append(errs, fmt.Errorf("config: LIVE_TICKET_TTL (%v) must be positive and at most 5m", c.TicketTTL))

@@ -57,7 +57,6 @@ func TestSubcommandsAndSettings(t *testing.T) {
 	}
 	for name, env := range map[string]map[string]string{
 		"LIVE_BUFFER":     {"LIVE_BUFFER": "0"},
-		"LIVE_RING":       {"LIVE_BUFFER": "100", "LIVE_RING": "50"},
 		"LIVE_TICKET_TTL": {"LIVE_TICKET_TTL": "1h"},
 		"LIVE_HEARTBEAT":  {"LIVE_HEARTBEAT": "2m"},
 	} {

@@ -27,7 +27,7 @@ func TestProjectKeepsIdsAndStatesOnly(t *testing.T) {
 			map[string]any{"messageID": 2.0, "inReplyToID": 1.0, "ticketID": 3.0, "modified": true}},
 		{"escalated", contracts.EventMessageEscalated, contracts.MessageEscalated{MessageID: 2, TicketID: 3, FeedbackComment: "bad", Email: "a@example.org"},
 			map[string]any{"messageID": 2.0, "ticketID": 3.0}},
-		{"delivery failed", contracts.EventReplyFailed, contracts.ReplyDelivery{MessageID: 2, TicketID: 3, Attempts: 5, Error: "550 user@example.org unknown"},
+		{"delivery failed", contracts.EventReplyFailed, contracts.ReplyDelivery{MessageID: 2, TicketID: 3, Attempts: 5, Error: "mailbox full at user@example.org"},
 			map[string]any{"messageID": 2.0, "ticketID": 3.0, "attempts": 5.0}},
 		{"assigned", contracts.EventTicketUpdated, contracts.TicketChanged{TicketID: 3, CustomerRepID: &rep, Subject: "s", Status: "Open", PreviousStatus: "New"},
 			map[string]any{"ticketID": 3.0, "customerRepID": 4.0, "status": "Open", "previousStatus": "New"}},
@@ -47,7 +47,7 @@ func TestProjectKeepsIdsAndStatesOnly(t *testing.T) {
 			if e.Seq != 42 || e.CustomerID != 7 || e.Type != tc.typ {
 				t.Fatalf("%+v", e)
 			}
-			for _, secret := range []string{"example.org", "the reply", "bad", "Ada", "Re: x", "550"} {
+			for _, secret := range []string{"example.org", "the reply", "bad", "Ada", "Re: x", "mailbox full"} {
 				if strings.Contains(string(e.Data), secret) {
 					t.Fatalf("%q forwarded: %s", secret, e.Data)
 				}

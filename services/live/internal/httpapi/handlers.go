@@ -5,7 +5,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -256,10 +255,7 @@ func (st *stream) run(ctx context.Context, out sink) {
 	h := st.h
 	event := func(id uint64, typ, data string) error {
 		var b strings.Builder
-		if id > 0 {
-			fmt.Fprintf(&b, "id: %d\n", id)
-		}
-		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, data)
+		frame(&b, id, typ, data)
 		return out.write(b.String())
 	}
 	// retry: how long an EventSource waits before it reconnects.
@@ -292,6 +288,8 @@ func (st *stream) run(ctx context.Context, out sink) {
 	for {
 		select {
 		case <-st.sub.Wake():
+			// Everything taken goes out in one write.
+			var b strings.Builder
 			for _, e := range st.sub.Take() {
 				// The console has what precedes its id (it may come
 				// from a replica further on), and a replayed event
@@ -299,7 +297,10 @@ func (st *stream) run(ctx context.Context, out sink) {
 				if e.Seq <= st.after || replayed[e.Seq] {
 					continue
 				}
-				if err := event(e.Seq, e.Type, string(e.Data)); err != nil {
+				frame(&b, e.Seq, e.Type, string(e.Data))
+			}
+			if b.Len() > 0 {
+				if err := out.write(b.String()); err != nil {
 					return
 				}
 			}
@@ -332,6 +333,20 @@ func (st *stream) run(ctx context.Context, out sink) {
 			return
 		}
 	}
+}
+
+// frame appends one SSE event; id 0: none (control events).
+func frame(b *strings.Builder, id uint64, typ, data string) {
+	if id > 0 {
+		b.WriteString("id: ")
+		b.WriteString(strconv.FormatUint(id, 10))
+		b.WriteByte('\n')
+	}
+	b.WriteString("event: ")
+	b.WriteString(typ)
+	b.WriteString("\ndata: ")
+	b.WriteString(data)
+	b.WriteString("\n\n")
 }
 
 // writerSink writes to the handler's ResponseWriter.

@@ -2,15 +2,14 @@
 // streams, and keeps a ring of each customer's recent events so that a
 // stream resuming after a reconnect (Last-Event-ID) gets what it missed.
 //
-// The ring is also the streams' buffer: a stream holds only how many of
-// the ring's latest events it has not taken yet, and a wake-up signal, so
-// that 10,000 idle streams cost no per-stream event buffers. Nothing here
-// blocks on a stream: one that falls more than Limits.Buffer events behind
-// is dropped.
+// A stream holds the events it has not taken yet (nothing while idle, so
+// that 10,000 idle streams cost no event buffers) and a wake-up signal,
+// under a lock of its own, so that a thousand streams taking one event do
+// not queue on the hub's. Nothing here blocks on a stream: one that falls
+// more than Limits.Buffer events behind is dropped.
 package hub
 
 import (
-	"slices"
 	"sync"
 
 	"supportplatform.dev/pkg/apperr"
@@ -32,7 +31,7 @@ type Limits struct {
 	MaxStreams            int
 	MaxStreamsPerCustomer int
 	// Buffer is the events one stream may have waiting; beyond it the
-	// stream is dropped. At most Ring.
+	// stream is dropped.
 	Buffer int
 	// Ring is the number of recent events kept per customer.
 	Ring int
@@ -61,7 +60,6 @@ type customer struct {
 
 // New returns a hub that serves no stream until Start.
 func New(lim Limits) *Hub {
-	lim.Buffer = min(lim.Buffer, lim.Ring)
 	return &Hub{lim: lim, customers: map[int64]*customer{}}
 }
 
@@ -95,8 +93,8 @@ func (h *Hub) Streams() int {
 	return h.streams
 }
 
-// Publish records e in its customer's ring and wakes every open stream of
-// that customer, never waiting: a stream with more than Buffer events not
+// Publish records e in its customer's ring and hands it to every open
+// stream of that customer, never waiting: a stream with Buffer events not
 // taken is dropped. Events come in sequence order (the merger of
 // eventstream); one not after the customer's latest is ignored.
 func (h *Hub) Publish(e Event) {
@@ -114,8 +112,13 @@ func (h *Hub) Publish(e Event) {
 	}
 	c.ring = append(c.ring, e)
 	for s := range c.subs {
-		s.pending++
-		if s.pending > h.lim.Buffer {
+		s.mu.Lock()
+		full := len(s.pending) >= h.lim.Buffer
+		if !full {
+			s.pending = append(s.pending, e)
+		}
+		s.mu.Unlock()
+		if full {
 			h.drop(c, s)
 			continue
 		}
@@ -159,9 +162,10 @@ type Sub struct {
 	customerID int64
 	wake       chan struct{}
 	gone       chan struct{}
-	// pending is how many of the ring's latest events the stream has not
-	// taken (h.mu).
-	pending int
+
+	mu sync.Mutex
+	// pending are the events not taken yet.
+	pending []Event
 }
 
 // Wake receives when the stream has events to Take.
@@ -170,14 +174,10 @@ func (s *Sub) Wake() <-chan struct{} { return s.wake }
 // Take returns the events published since the last Take, in sequence
 // order.
 func (s *Sub) Take() []Event {
-	s.h.mu.Lock()
-	defer s.h.mu.Unlock()
-	c := s.h.customers[s.customerID]
-	if c == nil || s.pending == 0 {
-		return nil
-	}
-	out := slices.Clone(c.ring[len(c.ring)-s.pending:])
-	s.pending = 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.pending
+	s.pending = nil
 	return out
 }
 
