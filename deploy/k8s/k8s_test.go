@@ -30,6 +30,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,6 +54,7 @@ var kinds = map[string]func() any{
 	"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
 	"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"batch/v1/Job":                           func() any { return &batchv1.Job{} },
+	"networking.k8s.io/v1/NetworkPolicy":     func() any { return &networkingv1.NetworkPolicy{} },
 }
 
 // decodeStrict decodes one YAML document into the API type its apiVersion
@@ -210,6 +212,8 @@ func kindOf(obj any) string {
 		return "HorizontalPodAutoscaler"
 	case *batchv1.Job:
 		return "Job"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
 	}
 	panic(fmt.Sprintf("kind of %T", obj))
 }

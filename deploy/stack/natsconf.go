@@ -127,7 +127,11 @@ func RenderNATSConfig(c NATSConfig) []byte {
 			pw = "$" + u.PasswordEnv // read from the environment
 		}
 		fmt.Fprintf(&b, "    {\n      user: %s\n      password: %s\n      permissions: {\n", q(u.Name), pw)
-		fmt.Fprintf(&b, "        publish: { allow: %s }\n", list(u.Permissions.Publish))
+		if len(u.Permissions.PublishDeny) > 0 {
+			fmt.Fprintf(&b, "        publish: { allow: %s, deny: %s }\n", list(u.Permissions.Publish), list(u.Permissions.PublishDeny))
+		} else {
+			fmt.Fprintf(&b, "        publish: { allow: %s }\n", list(u.Permissions.Publish))
+		}
 		fmt.Fprintf(&b, "        subscribe: { allow: %s }\n", list(u.Permissions.Subscribe))
 		if u.Permissions.AllowResponses {
 			fmt.Fprintf(&b, "        allow_responses: true\n")

@@ -107,6 +107,13 @@ var Services = []Service{
 		DebPackages: []string{"apertium", "apertium-eng-spa", "apertium-eng-cat", "apertium-fr-es", "apertium-es-pt"},
 	},
 	{
+		// The consoles' live updates: each customer's events as
+		// Server-Sent Events. Any number of replicas, no sticky sessions:
+		// every replica follows EVENTS itself.
+		Name:     "live",
+		Prefixes: []string{"/api/live"},
+	},
+	{
 		// The API reference page: Swagger UI over gateway/openapi.yaml,
 		// embedded in the binary (default HTTP_ADDR 127.0.0.1:8091).
 		Name:       "docs",

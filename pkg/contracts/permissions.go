@@ -32,6 +32,19 @@ type Service struct {
 	// ReadsBuckets are other services' buckets it reads objects from (and
 	// never writes or deletes).
 	ReadsBuckets []string
+	// OrderedConsumers are the ephemeral ordered consumers it opens (every
+	// replica its own, with generated names): one filter each, so that
+	// the server pins what they may read (orderedConsumerPermissions).
+	OrderedConsumers []OrderedConsumer
+}
+
+// OrderedConsumer is one kind of ephemeral ordered consumer of a service:
+// nats.go's jetstream.OrderedConsumer with exactly one filter subject.
+type OrderedConsumer struct {
+	Stream string // base stream name (Stream* constants)
+	// Filter is the base filter subject (EventSubject(...), wildcards
+	// allowed); never empty.
+	Filter string
 }
 
 // Services is the table of every service that connects to NATS.
@@ -124,6 +137,23 @@ var Services = []Service{
 			{Stream: StreamEvents, Durable: DurableAssistantDetect, Filter: EventSubject(EventTopicDetectionRequested)},
 		},
 	},
+	{
+		// Live updates for the consoles: every replica reads the ticket,
+		// message and end-user events of EVENTS with its own ordered
+		// consumers (one per filter) and streams them to the consoles of
+		// their customer. It never reads auth's or topics' events.
+		Name:             "live",
+		Streams:          []string{StreamEvents},
+		OrderedConsumers: LiveConsumers,
+	},
+}
+
+// LiveConsumers are the ordered consumers of the live service: the events
+// it forwards to the consoles.
+var LiveConsumers = []OrderedConsumer{
+	{Stream: StreamEvents, Filter: EventSubject("ticket.>")},
+	{Stream: StreamEvents, Filter: EventSubject("message.>")},
+	{Stream: StreamEvents, Filter: EventSubject("end-user.>")},
 }
 
 // Consumer is one durable JetStream consumer of a service.
@@ -168,8 +198,11 @@ const HarnessUser = "harness"
 // denied. AllowResponses lets a responder publish one reply to the reply
 // subject of each request it received, and nothing else there.
 type Permissions struct {
-	Publish        []string
-	Subscribe      []string
+	Publish   []string
+	Subscribe []string
+	// PublishDeny wins over Publish: the durable consumers of other
+	// services that a wildcard of an ordered consumer would also match.
+	PublishDeny    []string
 	AllowResponses bool
 }
 
@@ -218,7 +251,57 @@ func (n Names) Permissions(s Service) Permissions {
 	for _, b := range s.ReadsBuckets {
 		p.Publish = append(p.Publish, n.bucketReadPermissions(b)...)
 	}
+	for _, c := range s.OrderedConsumers {
+		allow, deny := n.orderedConsumerPermissions(c)
+		p.Publish = appendNew(p.Publish, allow...)
+		p.PublishDeny = appendNew(p.PublishDeny, deny...)
+	}
 	return p
+}
+
+// appendNew appends the elements of add that out does not hold yet.
+func appendNew(out []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// orderedConsumerPermissions are what nats.go's ordered pull consumer with
+// one filter does: create consumers of generated names with the API subject
+// that carries the filter (the server refuses a config whose filter differs
+// from the subject's, and a multi-filter config on that form, so the filter
+// is pinned); pull, read the info of and delete consumers of generated
+// names (on a reset it deletes the old one and creates the next). A name is
+// one token and NATS has no partial-token wildcard, so the names are `*`,
+// and every durable consumer of the table on that stream is denied: the
+// service cannot pull from, inspect, reconfigure or delete another
+// service's consumer.
+func (n Names) orderedConsumerPermissions(c OrderedConsumer) (allow, deny []string) {
+	stream := n.Stream(c.Stream)
+	allow = []string{
+		jsAPI + "CONSUMER.CREATE." + stream + ".*." + n.Subject(c.Filter),
+		jsAPI + "CONSUMER.MSG.NEXT." + stream + ".*",
+		jsAPI + "CONSUMER.INFO." + stream + ".*",
+		jsAPI + "CONSUMER.DELETE." + stream + ".*",
+	}
+	for _, s := range Services {
+		for _, d := range s.Consumers {
+			if d.Stream != c.Stream {
+				continue
+			}
+			durable := n.Stream(d.Durable)
+			deny = append(deny,
+				jsAPI+"CONSUMER.CREATE."+stream+"."+durable+".>",
+				jsAPI+"CONSUMER.MSG.NEXT."+stream+"."+durable,
+				jsAPI+"CONSUMER.INFO."+stream+"."+durable,
+				jsAPI+"CONSUMER.DELETE."+stream+"."+durable,
+			)
+		}
+	}
+	return allow, deny
 }
 
 // consumerPermissions are what creating and reading one durable consumer

@@ -475,3 +475,75 @@ func TestTicketsCannotReadAuthEvents(t *testing.T) {
 		t.Fatalf("tickets' own consumer: %v", err)
 	}
 }
+
+// The live service reads EVENTS through ordered consumers of generated names
+// with the table's filters only: it receives a ticket event, and can neither
+// open a consumer on auth's events (whatever its name or API form) nor use
+// another service's durable consumer.
+func TestLiveReadsOnlyItsFilters(t *testing.T) {
+	names := contracts.Names{Prefix: "live"}
+	urls := natstest.StartWithUsers(t, names)
+	ctx := context.Background()
+	harness := connect(t, urls[contracts.HarnessUser], contracts.HarnessUser, names)
+	if err := harness.EnsureEventsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stream := names.Stream(contracts.StreamEvents)
+	tickets := connect(t, urls["tickets"], "tickets", names)
+	own := names.Stream(contracts.DurableTicketsReplyDelivery)
+	if _, err := tickets.JS.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: own,
+		FilterSubject: names.Subject(contracts.EventSubject("message.reply.>")), AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	live := connect(t, urls["live"], "live", names)
+	if err := live.EnsureEventsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range contracts.LiveConsumers {
+		cons, err := live.JS.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.Subject(c.Filter)}})
+		if err != nil {
+			t.Fatalf("live opens %s: %v", c.Filter, err)
+		}
+		subject := names.Subject(strings.Replace(c.Filter, ">", "x", 1))
+		if _, err := harness.JS.Publish(ctx, subject, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil || m.Subject() != subject {
+			t.Fatalf("live reads %s: %v", c.Filter, err)
+		}
+		if _, err := cons.Info(ctx); err != nil {
+			t.Fatalf("live reads its consumer's info: %v", err)
+		}
+	}
+	authEvents := names.Subject(contracts.EventSubject("auth.>"))
+	for name, cfg := range map[string]jetstream.ConsumerConfig{
+		"ephemeral, auth filter":      {Name: "SPY", FilterSubject: authEvents},
+		"ephemeral, every event":      {Name: "SPY", FilterSubject: names.Subject(contracts.EventsSubjects)},
+		"ephemeral, no filter":        {Name: "SPY"},
+		"ephemeral, several filters":  {Name: "SPY", FilterSubjects: []string{names.Subject(contracts.EventSubject("ticket.>")), authEvents}},
+		"a durable of tickets":        {Durable: own, FilterSubject: names.Subject(contracts.EventSubject("message.reply.>"))},
+		"a durable of tickets, moved": {Durable: own, FilterSubject: names.Subject(contracts.EventSubject("ticket.>"))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if _, err := live.JS.CreateOrUpdateConsumer(short, stream, cfg); err == nil {
+				t.Fatalf("live created %+v", cfg)
+			}
+			permissionError(t, live, "$JS.API.CONSUMER.CREATE."+stream)
+		})
+	}
+	for _, op := range []string{"MSG.NEXT", "INFO", "DELETE"} {
+		t.Run(op+" of a durable of tickets", func(t *testing.T) {
+			subj := "$JS.API.CONSUMER." + op + "." + stream + "." + own
+			if _, err := live.NC.Request(subj, []byte(`{"batch":1,"expires":100000000}`), 500*time.Millisecond); err == nil {
+				t.Fatalf("live used %s", subj)
+			}
+			permissionError(t, live, subj)
+		})
+	}
+	if _, err := harness.JS.Consumer(ctx, stream, own); err != nil {
+		t.Fatalf("tickets' durable is gone: %v", err)
+	}
+}

@@ -53,7 +53,7 @@ func StartWithUsers(t testing.TB, names contracts.Names) map[string]string {
 // ServerPermissions converts the table's permissions to nats-server's.
 func ServerPermissions(p contracts.Permissions) *server.Permissions {
 	sp := &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: p.Publish},
+		Publish:   &server.SubjectPermission{Allow: p.Publish, Deny: p.PublishDeny},
 		Subscribe: &server.SubjectPermission{Allow: p.Subscribe},
 	}
 	if p.AllowResponses {

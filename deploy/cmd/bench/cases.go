@@ -187,6 +187,7 @@ func benchCases() []*benchCase {
 		},
 		mailNotifyCase(),
 		mailToTicketCase(),
+		liveFanoutCase(),
 		messageToReplyCase(),
 		assistantEvalCase(),
 	}

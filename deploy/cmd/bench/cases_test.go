@@ -50,7 +50,7 @@ func TestSelectCases(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct{ list, want string }{
-		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,mail-to-ticket,message-to-reply,assistant-eval,tickets-list,tickets-search," +
+		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,mail-to-ticket,live-fanout,message-to-reply,assistant-eval,tickets-list,tickets-search," +
 			"message-create,raw-insert,apertium-oneshot,apertium-warm,translate-uncached"},
 		// message-create is compared with the raw INSERT baseline.
 		{"message-create", "static,message-create,raw-insert"},

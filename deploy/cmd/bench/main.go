@@ -101,6 +101,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}},
 		Log:      logw,
 		LogLevel: *logLevel,
+		// live-fanout holds 10,000 streams of the bench customer.
+		Env: map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}},
 	})
 	if err != nil {
 		return err

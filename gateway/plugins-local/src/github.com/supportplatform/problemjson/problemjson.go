@@ -56,6 +56,8 @@ type writer struct {
 	typeBase    string
 	wroteHeader bool
 	swallow     bool
+	// stream: a text/event-stream answer, flushed at every write.
+	stream bool
 }
 
 func (w *writer) WriteHeader(code int) {
@@ -70,6 +72,7 @@ func (w *writer) WriteHeader(code int) {
 	h := w.Header()
 	ct := h.Get("Content-Type")
 	if code < 400 || (ct != "" && !strings.HasPrefix(ct, "text/plain")) {
+		w.stream = strings.HasPrefix(ct, "text/event-stream")
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
@@ -88,7 +91,15 @@ func (w *writer) Write(b []byte) (int, error) {
 	if w.swallow {
 		return len(b), nil
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	if w.stream {
+		// Traefik's proxy flushes an event stream after every write, but
+		// through Yaegi's wrapper of this writer it cannot see Flush
+		// (traefik/traefik#10269): the events would wait in the server's
+		// buffer. So the writer flushes them itself.
+		w.Flush()
+	}
+	return n, err
 }
 
 // Flush keeps streaming answers streaming.

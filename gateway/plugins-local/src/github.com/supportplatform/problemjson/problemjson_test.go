@@ -87,3 +87,40 @@ func TestImplicitOKPassesThrough(t *testing.T) {
 		t.Fatalf("%d %q", rec.Code, rec.Body)
 	}
 }
+
+// flushRecorder counts flushes.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushRecorder) Flush() { f.flushes++; f.ResponseRecorder.Flush() }
+
+// An event stream is flushed at every write by the writer itself: behind
+// Yaegi the proxy's own flushes never reach it.
+func TestEventStreamIsFlushedAtEveryWrite(t *testing.T) {
+	h, err := New(context.Background(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("retry: 2000\n\n"))
+		_, _ = w.Write([]byte("id: 1\nevent: ticket.created\ndata: {}\n\n"))
+	}), CreateConfig(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/live/events", nil))
+	if rec.flushes != 2 || rec.Code != 200 {
+		t.Fatalf("%d flushes, status %d", rec.flushes, rec.Code)
+	}
+	// Other answers are left to the proxy's flushing.
+	rec = &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+	h, _ = New(context.Background(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	}), CreateConfig(), "test")
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/Topics", nil))
+	if rec.flushes != 0 {
+		t.Fatalf("%d flushes of a JSON answer", rec.flushes)
+	}
+}

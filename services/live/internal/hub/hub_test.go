@@ -1,0 +1,181 @@
+package hub_test
+
+import (
+	"testing"
+
+	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/services/live/internal/hub"
+)
+
+func ev(seq uint64, customer int64) hub.Event {
+	return hub.Event{Seq: seq, CustomerID: customer, Type: "ticket.created", Data: []byte(`{}`)}
+}
+
+func started(lim hub.Limits) *hub.Hub {
+	h := hub.New(lim)
+	h.Start(0)
+	return h
+}
+
+var roomy = hub.Limits{MaxStreams: 100, MaxStreamsPerCustomer: 10, Buffer: 8, Ring: 8}
+
+// A stream whose buffer is full is dropped at once; the other streams of
+// the customer get every event, and Publish never waits for the slow one.
+func TestSlowStreamIsDroppedWithoutBlockingOthers(t *testing.T) {
+	var drops int
+	h := started(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 2, Ring: 8})
+	h.OnDrop(func() { drops++ })
+	slow, _, err := h.Subscribe(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _, err := h.Subscribe(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 5; seq++ {
+		h.Publish(ev(seq, 1)) // returns although slow takes nothing
+		<-fast.Wake()
+		if got := fast.Take(); len(got) != 1 || got[0].Seq != seq {
+			t.Fatalf("fast got %v, want %d", got, seq)
+		}
+	}
+	select {
+	case <-slow.Dropped():
+	default:
+		t.Fatal("the slow stream was not dropped")
+	}
+	if drops != 1 || h.Streams() != 1 {
+		t.Fatalf("%d drops, %d streams open; want 1 and 1", drops, h.Streams())
+	}
+	select {
+	case <-fast.Dropped():
+		t.Fatal("the fast stream was dropped")
+	default:
+	}
+	slow.Close() // after the drop: nothing to undo
+	if h.Streams() != 1 {
+		t.Fatalf("%d streams after closing the dropped one", h.Streams())
+	}
+}
+
+// A customer's stream gets that customer's events and no other's.
+func TestEventsReachOnlyTheirCustomer(t *testing.T) {
+	h := started(roomy)
+	a, _, _ := h.Subscribe(1, 0)
+	b, _, _ := h.Subscribe(2, 0)
+	h.Publish(ev(1, 1))
+	h.Publish(ev(2, 2))
+	<-a.Wake()
+	<-b.Wake()
+	if got := a.Take(); len(got) != 1 || got[0].Seq != 1 {
+		t.Fatalf("customer 1 got %v", got)
+	}
+	if got := b.Take(); len(got) != 1 || got[0].Seq != 2 {
+		t.Fatalf("customer 2 got %v, want its own event 2 only", got)
+	}
+	h.Publish(ev(3, 1))
+	select {
+	case <-b.Wake():
+		t.Fatal("customer 2's stream was woken by customer 1's event")
+	default:
+	}
+}
+
+func TestResumeFromTheRingOrTheStream(t *testing.T) {
+	h := hub.New(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 8, Ring: 3})
+	if _, _, err := h.Subscribe(1, 0); !apperr.Is(err, apperr.Unavailable) {
+		t.Fatalf("before Start: %v", err)
+	}
+	h.Start(10) // the hub sees the events after 10
+	// Another customer's in between; an event again is ignored.
+	for _, e := range []hub.Event{ev(11, 1), ev(12, 1), ev(13, 1), ev(14, 2), ev(15, 1), ev(13, 1)} {
+		h.Publish(e)
+	}
+	// The ring holds 12, 13, 15 of customer 1 (11 was evicted).
+	cases := []struct {
+		name     string
+		after    uint64
+		from, to uint64
+		ring     []uint64
+	}{
+		{"no id", 0, 0, 0, nil},
+		{"in the ring", 12, 0, 0, []uint64{13, 15}},
+		{"latest", 15, 0, 0, nil},
+		{"evicted", 11, 0, 0, []uint64{12, 13, 15}},
+		{"before the ring", 5, 6, 11, []uint64{12, 13, 15}},
+		{"before the hub started", 9, 10, 11, []uint64{12, 13, 15}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, r, err := h.Subscribe(1, tc.after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var ring []uint64
+			for _, e := range r.Ring {
+				ring = append(ring, e.Seq)
+			}
+			if r.StreamFrom != tc.from || r.StreamTo != tc.to || !equal(ring, tc.ring) {
+				t.Fatalf("resume %d..%d + %v, want %d..%d + %v", r.StreamFrom, r.StreamTo, ring, tc.from, tc.to, tc.ring)
+			}
+		})
+	}
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestStreamLimits(t *testing.T) {
+	h := started(hub.Limits{MaxStreams: 3, MaxStreamsPerCustomer: 2, Buffer: 1, Ring: 1})
+	a1, _, _ := h.Subscribe(1, 0)
+	if _, _, err := h.Subscribe(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Subscribe(1, 0); !apperr.Is(err, apperr.RateLimited) {
+		t.Fatalf("third stream of a customer: %v, want rate limited", err)
+	}
+	if _, _, err := h.Subscribe(2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Subscribe(3, 0); !apperr.Is(err, apperr.RateLimited) {
+		t.Fatalf("fourth stream of the replica: %v, want rate limited", err)
+	}
+	a1.Close()
+	if _, _, err := h.Subscribe(3, 0); err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+}
+
+// A burst of events wakes a stream once; it takes them all, in order, and
+// its events are kept in the customer's ring, not per stream.
+func TestBurstIsTakenAtOnce(t *testing.T) {
+	h := started(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 50, Ring: 100})
+	s, _, _ := h.Subscribe(1, 0)
+	for seq := uint64(1); seq <= 50; seq++ {
+		h.Publish(ev(seq, 1))
+	}
+	<-s.Wake()
+	got := s.Take()
+	if len(got) != 50 || got[0].Seq != 1 || got[49].Seq != 50 {
+		t.Fatalf("took %d events", len(got))
+	}
+	if again := s.Take(); len(again) != 0 {
+		t.Fatalf("took %d events again", len(again))
+	}
+	select {
+	case <-s.Dropped():
+		t.Fatal("dropped at its buffer's size")
+	default:
+	}
+}
