@@ -1,0 +1,119 @@
+import { useEffect, useState } from "preact/hooks";
+import { api, type Schemas } from "./api/client";
+import { live } from "./live";
+import { notice } from "./notice";
+import { Inbox } from "./pages/Inbox";
+import { SignIn } from "./pages/SignIn";
+import { TicketView } from "./pages/TicketView";
+import { linkTo, navigate, useRoute } from "./router";
+import { session } from "./session";
+
+export type Me = Schemas["Me"];
+
+function useSessionActive(): boolean {
+  const [active, setActive] = useState(session.active());
+  useEffect(() => session.subscribe(() => setActive(session.active())), []);
+  return active;
+}
+
+function Notice() {
+  const [text, setText] = useState(notice.get());
+  useEffect(() => notice.subscribe(setText), []);
+  return (
+    <div class="notice" role="status" aria-live="polite">
+      {text}
+    </div>
+  );
+}
+
+function LiveIndicator() {
+  const [open, setOpen] = useState(live.connected());
+  useEffect(() => live.onState(setOpen), []);
+  return (
+    <span class={open ? "live live-open" : "live"} data-live={open ? "open" : "closed"}>
+      {open ? "Live" : "Not live"}
+    </span>
+  );
+}
+
+export function App() {
+  const active = useSessionActive();
+  const route = useRoute();
+  const [me, setMe] = useState<Me | null>(null);
+
+  useEffect(() => {
+    if (!active) {
+      live.stop();
+      setMe(null);
+      return;
+    }
+    live.start();
+    void api.GET("/api/Customers/me").then(({ data }) => {
+      if (data) setMe(data);
+    });
+  }, [active]);
+
+  useEffect(() => {
+    const title = route.page === "ticket" ? `Ticket ${route.id}` : route.page === "signin" ? "Sign in" : "Inbox";
+    document.title = `${title} · Support console`;
+  }, [route]);
+
+  if (!active) {
+    return (
+      <>
+        <Notice />
+        <SignIn />
+      </>
+    );
+  }
+  if (route.page === "signin") {
+    navigate("/", { replace: true });
+    return null;
+  }
+
+  const signOut = async () => {
+    await api.POST("/api/Auth/logout");
+    session.end(null);
+    navigate("/signin", { replace: true });
+  };
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href="/" onClick={linkTo("/")}>
+          Support console
+        </a>
+        <nav aria-label="Main">
+          <a href="/" onClick={linkTo("/")} aria-current={route.page === "inbox" ? "page" : undefined}>
+            Inbox
+          </a>
+        </nav>
+        <LiveIndicator />
+        <span class="who">
+          {me ? `${me.account.name} (${me.account.role}) · ${me.customer.name}` : ""}
+        </span>
+        <button type="button" class="secondary" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </header>
+      <Notice />
+      <main id="main" tabIndex={-1}>
+        {route.page === "inbox" && <Inbox query={route.query} me={me} />}
+        {route.page === "ticket" && <TicketView id={route.id} me={me} />}
+        {route.page === "notfound" && (
+          <section>
+            <h1>Page not found</h1>
+            <p>
+              <a href="/" onClick={linkTo("/")}>
+                Back to the inbox
+              </a>
+            </p>
+          </section>
+        )}
+      </main>
+    </>
+  );
+}
