@@ -179,22 +179,29 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
   const items = page?.items ?? [];
   const pageNumber = num(query.get("page")) ?? 1;
 
-  // j/k move the selection, Enter opens it, / goes to the search box.
+  // j/k move the selection, Enter opens it, / goes to the search box. The
+  // handler reads the selection from a ref: keys typed faster than a
+  // render must act on the row the previous key selected.
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+  const itemsRef = useRef(items);
+  itemsRef.current = items;
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const t = e.target as HTMLElement;
       if (e.altKey || e.ctrlKey || e.metaKey || t.closest("input, select, textarea, button")) return;
+      const list = itemsRef.current;
       if (e.key === "j" || e.key === "k") {
         e.preventDefault();
-        setSelected((i) => {
-          const n = Math.max(0, Math.min(items.length - 1, i + (e.key === "j" ? 1 : -1)));
-          tableRef.current?.querySelectorAll<HTMLElement>("tr")[n]?.focus();
-          return n;
-        });
-      } else if (e.key === "Enter" && items[selected]) {
-        if (t.tagName === "A") return; // the link itself opens
+        const n = Math.max(0, Math.min(list.length - 1, selectedRef.current + (e.key === "j" ? 1 : -1)));
+        selectedRef.current = n;
+        setSelected(n);
+        tableRef.current?.querySelectorAll<HTMLElement>("tr")[n]?.focus();
+      } else if (e.key === "Enter") {
+        const row = list[selectedRef.current];
+        if (!row || t.tagName === "A") return; // a focused link opens itself
         e.preventDefault();
-        navigate(`/tickets/${items[selected].ticketID}`);
+        navigate(`/tickets/${row.ticketID}`);
       } else if (e.key === "/") {
         e.preventDefault();
         searchRef.current?.focus();
@@ -202,7 +209,7 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
-  }, [items, selected]);
+  }, []);
 
   const channelName = (id: number) => opts.channels.find((c) => c.channelID === id)?.name ?? `#${id}`;
   const accountName = (id: number | null) =>
@@ -355,7 +362,10 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
               tabIndex={i === selected ? 0 : -1}
               class={i === selected ? "selected" : undefined}
               aria-selected={i === selected}
-              onFocus={() => setSelected(i)}
+              onFocus={() => {
+                selectedRef.current = i;
+                setSelected(i);
+              }}
             >
               <td>{t.ticketID}</td>
               <td>
