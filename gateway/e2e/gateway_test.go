@@ -175,7 +175,7 @@ func TestAccessLogRedactsQueryValues(t *testing.T) {
 			"/api/TicketMessages/1/feedback?token=REDACTED&vote=REDACTED"},
 		{http.MethodPost, stk.HTTPSURL + "/api/providerwebhook?validationToken=" + secret,
 			"/api/providerwebhook?validationToken=REDACTED"},
-		{http.MethodGet, stk.HTTPSURL + "/no/such/thing?code=" + secret, "/no/such/thing?code=REDACTED"},
+		{http.MethodGet, stk.HTTPSURL + "/api/no/such/thing?code=" + secret, "/api/no/such/thing?code=REDACTED"},
 		{http.MethodGet, stk.HTTPURL + "/api/Tickets?token=" + secret, "/api/Tickets?token=REDACTED"},
 	}
 	c := client(t)
