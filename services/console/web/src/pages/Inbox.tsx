@@ -116,6 +116,94 @@ function EndUserFilter(props: { value: string; onChange: (id: string) => void })
   );
 }
 
+const bulkActions = [
+  { value: "close", label: "Close", done: "closed" },
+  { value: "reopen", label: "Reopen", done: "reopened" },
+  { value: "escalate", label: "Escalate", done: "escalated" },
+  { value: "assign", label: "Assign to…", done: "assigned" },
+] as const;
+
+/** Bulk close, reopen, escalate or assign the checked tickets: the API
+ * changes all of them or none, and names the ids it refused. */
+function BulkBar(props: { ids: number[]; me: Me | null; accounts: Schemas["Account"][]; onDone: () => void }) {
+  const [action, setAction] = useState<(typeof bulkActions)[number]["value"]>("close");
+  const [rep, setRep] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  if (props.ids.length === 0 && problem === null && done === null) return null;
+
+  const apply = async () => {
+    setBusy(true);
+    setProblem(null);
+    setDone(null);
+    const repID = rep === "mine" ? props.me?.account.accountID : rep === "" ? undefined : Number(rep);
+    const { error, response } = await api.POST("/api/Tickets/bulk-update", {
+      body: { ticketIDs: props.ids, action, customerRepID: action === "assign" ? repID : undefined },
+    });
+    setBusy(false);
+    if (response.ok) {
+      const verb = bulkActions.find((a) => a.value === action)?.done ?? "changed";
+      setDone(`${props.ids.length} ticket${props.ids.length === 1 ? "" : "s"} ${verb}.`);
+      props.onDone();
+    } else setProblem(asProblem(error, response));
+  };
+
+  return (
+    <div class="bulk" role="group" aria-label="Bulk actions">
+      <span>{props.ids.length} selected</span>
+      <label for="bulk-action">Action</label>
+      <select id="bulk-action" value={action} onChange={(e) => setAction(e.currentTarget.value as typeof action)}>
+        {bulkActions.map((a) => (
+          <option key={a.value} value={a.value}>
+            {a.label}
+          </option>
+        ))}
+      </select>
+      {action === "assign" && (
+        <>
+          <label for="bulk-rep">Assignee</label>
+          <select id="bulk-rep" value={rep} onChange={(e) => setRep(e.currentTarget.value)}>
+            <option value="">Choose…</option>
+            <option value="mine">Me</option>
+            {props.accounts
+              .filter((a) => a.accountID !== props.me?.account.accountID)
+              .map((a) => (
+                <option key={a.accountID} value={String(a.accountID)}>
+                  {a.name}
+                </option>
+              ))}
+          </select>
+        </>
+      )}
+      <button
+        type="button"
+        disabled={busy || props.ids.length === 0 || (action === "assign" && rep === "")}
+        onClick={() => void apply()}
+      >
+        Apply
+      </button>
+      {done && (
+        <span class="ok" role="status">
+          {done}
+        </span>
+      )}
+      {problem && (
+        <p class="error" role="alert">
+          Nothing was changed: {problemText(problem)}
+          {problem.errors &&
+            Object.entries(problem.errors).map(([field, msg]) => (
+              <span key={field} class="field-error">
+                {" "}
+                {field === "ticketIDs" ? "Tickets" : field}: {msg}
+              </span>
+            ))}
+        </p>
+      )}
+    </div>
+  );
+}
+
 export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
   const { query, me } = props;
   const opts = useOptions();
@@ -125,6 +213,7 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
   const [selected, setSelected] = useState(0);
   const [reload, setReload] = useState(0);
   const [search, setSearch] = useState(query.get("q") ?? "");
+  const [checked, setChecked] = useState<Set<number>>(new Set());
   const tableRef = useRef<HTMLTableSectionElement>(null);
   const searchRef = useRef<HTMLInputElement>(null);
   const key = query.toString();
@@ -186,6 +275,14 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
   selectedRef.current = selected;
   const itemsRef = useRef(items);
   itemsRef.current = items;
+  const toggle = (id: number) =>
+    setChecked((c) => {
+      const n = new Set(c);
+      if (!n.delete(id)) n.add(id);
+      return n;
+    });
+  const toggleRef = useRef(toggle);
+  toggleRef.current = toggle;
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const t = e.target as HTMLElement;
@@ -202,6 +299,11 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
         if (!row || t.tagName === "A") return; // a focused link opens itself
         e.preventDefault();
         navigate(`/tickets/${row.ticketID}`);
+      } else if (e.key === "x") {
+        const row = list[selectedRef.current];
+        if (!row) return;
+        e.preventDefault();
+        toggleRef.current(row.ticketID);
       } else if (e.key === "/") {
         e.preventDefault();
         searchRef.current?.focus();
@@ -341,9 +443,33 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
             : ""
           : `${page.totalCount} ticket${page.totalCount === 1 ? "" : "s"}${loading ? " (updating…)" : ""}`}
       </p>
+      <BulkBar
+        ids={[...checked]}
+        me={me}
+        accounts={opts.accounts}
+        onDone={() => {
+          setChecked(new Set());
+          setReload((n) => n + 1);
+        }}
+      />
       <table class="tickets" aria-describedby="inbox-keys">
         <thead>
           <tr>
+            <th scope="col">
+              <input
+                type="checkbox"
+                aria-label="Select every ticket of this page"
+                checked={items.length > 0 && items.every((t) => checked.has(t.ticketID))}
+                onChange={(e) => {
+                  const on = e.currentTarget.checked;
+                  setChecked((c) => {
+                    const n = new Set(c);
+                    items.forEach((t) => (on ? n.add(t.ticketID) : n.delete(t.ticketID)));
+                    return n;
+                  });
+                }}
+              />
+            </th>
             <th scope="col">Id</th>
             <th scope="col">Subject</th>
             <th scope="col">Status</th>
@@ -367,6 +493,14 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
                 setSelected(i);
               }}
             >
+              <td>
+                <input
+                  type="checkbox"
+                  aria-label={`Select ticket ${t.ticketID}`}
+                  checked={checked.has(t.ticketID)}
+                  onChange={() => toggle(t.ticketID)}
+                />
+              </td>
               <td>{t.ticketID}</td>
               <td>
                 <a href={`/tickets/${t.ticketID}`} onClick={linkTo(`/tickets/${t.ticketID}`)}>
@@ -385,7 +519,7 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
           ))}
           {page !== null && items.length === 0 && (
             <tr>
-              <td colSpan={8} class="empty">
+              <td colSpan={9} class="empty">
                 No tickets match.
               </td>
             </tr>
@@ -393,7 +527,7 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
         </tbody>
       </table>
       <p id="inbox-keys" class="hint">
-        Keys: j and k move, Enter opens, / searches.
+        Keys: j and k move, x selects, Enter opens, / searches.
       </p>
       <nav class="pager" aria-label="Pages">
         <button type="button" disabled={pageNumber <= 1} onClick={() => set({ page: String(pageNumber - 1) }, true)}>
