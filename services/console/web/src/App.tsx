@@ -3,6 +3,7 @@ import { api, type Schemas } from "./api/client";
 import { live } from "./live";
 import { notice } from "./notice";
 import { Inbox } from "./pages/Inbox";
+import { ForgotPassword, ResetPassword } from "./pages/Password";
 import { SignIn } from "./pages/SignIn";
 import { TicketView } from "./pages/TicketView";
 import { linkTo, navigate, useRoute } from "./router";
@@ -54,10 +55,21 @@ export function App() {
   }, [active]);
 
   useEffect(() => {
-    const title = route.page === "ticket" ? `Ticket ${route.id}` : route.page === "signin" ? "Sign in" : "Inbox";
+    const titles = { inbox: "Inbox", signin: "Sign in", "forgot-password": "Reset your password", "reset-password": "New password", notfound: "Not found" };
+    const title = route.page === "ticket" ? `Ticket ${route.id}` : titles[route.page];
     document.title = `${title} · Support console`;
   }, [route]);
 
+  // The password pages work signed in or out (a reset link opened in a
+  // tab that has a session).
+  if (route.page === "forgot-password" || route.page === "reset-password") {
+    return (
+      <>
+        <Notice />
+        {route.page === "forgot-password" ? <ForgotPassword /> : <ResetPassword />}
+      </>
+    );
+  }
   if (!active) {
     return (
       <>

@@ -1,17 +1,23 @@
-// A small history router: the console's pages are /, /tickets/<id> and
-// /signin; the console binary answers index.html for each.
+// A small history router: the console's pages are /, /tickets/<id>,
+// /signin, /forgot-password and /reset-password (the page of the mailed
+// reset link, AUTH_RESET_URL); the console binary answers index.html for
+// each.
 import { useEffect, useState } from "preact/hooks";
 
 export type Route =
   | { page: "inbox"; query: URLSearchParams }
   | { page: "ticket"; id: number }
   | { page: "signin" }
+  | { page: "forgot-password" }
+  | { page: "reset-password" }
   | { page: "notfound" };
 
 export function parse(loc: Location): Route {
   const path = loc.pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { page: "inbox", query: new URLSearchParams(loc.search) };
   if (path === "/signin") return { page: "signin" };
+  if (path === "/forgot-password") return { page: "forgot-password" };
+  if (path === "/reset-password") return { page: "reset-password" };
   const m = /^\/tickets\/(\d{1,18})$/.exec(path);
   if (m?.[1] !== undefined) return { page: "ticket", id: Number(m[1]) };
   return { page: "notfound" };

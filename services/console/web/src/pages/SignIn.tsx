@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, asProblem, problemText, type Problem } from "../api/client";
-import { navigate } from "../router";
+import { linkTo, navigate } from "../router";
 import { session } from "../session";
 
 export function SignIn() {
@@ -78,6 +78,11 @@ export function SignIn() {
           {busy ? "Signing in…" : "Sign in"}
         </button>
       </form>
+      <p>
+        <a href="/forgot-password" onClick={linkTo("/forgot-password")}>
+          Forgot your password?
+        </a>
+      </p>
     </main>
   );
 }
