@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -209,7 +210,8 @@ type ticket struct {
 }
 
 // An agent signs in, sees the tickets created through the API in the
-// inbox, opens one and reads its thread, goes back, sees a ticket created
+// inbox, opens one, reads its thread, attaches a file and downloads it
+// again, asks for the summary, goes back, sees a ticket created
 // meanwhile through the API appear without a reload, and closes two
 // tickets at once. The page
 // asks nothing of any host but the gateway and reports no error (a
@@ -310,6 +312,35 @@ func TestAgentWorkflow(t *testing.T) {
 	if heading != fmt.Sprintf("#%d %s", second.TicketID, second.Subject) || messages != 1 {
 		t.Errorf("ticket page %q with %d messages", heading, messages)
 	}
+
+	// An attachment: uploaded through the file input (with progress),
+	// listed, downloaded as the same bytes; and the summary on demand.
+	file := filepath.Join(t.TempDir(), "invoice.txt")
+	content := []byte("invoice " + tag + "\n")
+	if err := os.WriteFile(file, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	downloads := t.TempDir()
+	var summaryText string
+	err = chromedp.Run(bctx,
+		browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
+		chromedp.SetUploadFiles(`.thread li input[type=file]`, []string{file}, chromedp.ByQuery),
+		poll(`Array.from(document.querySelectorAll('.attachments li button.link')).some(b => b.textContent === 'invoice.txt')`, 15*time.Second),
+		chromedp.Click(`.attachments li button.link`, chromedp.ByQuery),
+		chromedp.Click(`.summary-box button`, chromedp.ByQuery),
+		poll(`document.querySelector('.summary-text') !== null`, 30*time.Second),
+		chromedp.Text(`.summary-text`, &summaryText, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("attachment and summary of ticket %d: %v; %s", second.TicketID, err, pageState(bctx, bl))
+	}
+	if strings.TrimSpace(summaryText) == "" {
+		t.Errorf("empty summary")
+	}
+	e2ekit.Eventually(t, 10*time.Second, "the downloaded attachment", func() bool {
+		b, err := os.ReadFile(filepath.Join(downloads, "invoice.txt"))
+		return err == nil && bytes.Equal(b, content)
+	})
 	screenshot(t, bctx, "ticket")
 
 	// Back to the inbox and into the oldest ticket by its link: its quoted

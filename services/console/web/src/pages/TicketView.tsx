@@ -1,7 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
-import { api, asProblem, problemText, type Problem, type Ticket, type TicketMessage } from "../api/client";
+import { api, apiFetch, asProblem, problemText, type Problem, type Schemas, type Ticket, type TicketMessage } from "../api/client";
 import type { Me } from "../App";
 import { live } from "../live";
+import { session } from "../session";
 import { linkTo } from "../router";
 
 type Status = Ticket["status"];
@@ -143,6 +144,215 @@ function PreparedReply(props: { m: TicketMessage; closed: boolean; onSent: () =>
   );
 }
 
+/** The ticket's summary, asked for on demand (it may take an LLM call). */
+function Summary(props: { id: number }) {
+  const [text, setText] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const load = async () => {
+    setBusy(true);
+    setProblem(null);
+    const { data, error, response } = await api.GET("/api/Tickets/{id}/summary", { params: { path: { id: props.id } } });
+    setBusy(false);
+    if (data !== undefined) setText(data);
+    else setProblem(asProblem(error, response));
+  };
+  return (
+    <div class="summary-box">
+      <button type="button" class="secondary" disabled={busy} onClick={() => void load()}>
+        {text === null ? "Summarise the ticket" : "Summarise again"}
+      </button>
+      {busy && <span class="hint"> Summarising…</span>}
+      {text !== null && <p class="summary-text">{text}</p>}
+      {problem && (
+        <p class="error" role="alert">
+          {problemText(problem)}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** Escalating a message: a comment for whoever takes it over. */
+function Escalate(props: { m: TicketMessage; me: Me | null; onDone: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [comment, setComment] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const id = `escalate-${props.m.messageID}`;
+  if (!open) {
+    return (
+      <button type="button" class="secondary" onClick={() => setOpen(true)}>
+        Escalate…
+      </button>
+    );
+  }
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setProblem(null);
+    const { data, error, response } = await api.POST("/api/TicketMessages/{id}/escalate", {
+      params: { path: { id: props.m.messageID } },
+      body: { feedbackComment: comment, email: props.me?.account.email ?? "" },
+    });
+    setBusy(false);
+    if (data) {
+      setOpen(false);
+      setComment("");
+      props.onDone();
+    } else setProblem(asProblem(error, response));
+  };
+  return (
+    <form class="escalate" onSubmit={(e) => void submit(e)}>
+      <label for={id}>Why escalate?</label>
+      <textarea
+        id={id}
+        rows={3}
+        maxLength={2000}
+        value={comment}
+        onInput={(e) => setComment(e.currentTarget.value)}
+        aria-invalid={problem?.errors?.feedbackComment ? true : undefined}
+      />
+      {problem?.errors?.feedbackComment && <p class="field-error">{problem.errors.feedbackComment}</p>}
+      {problem && !problem.errors?.feedbackComment && (
+        <p class="error" role="alert">
+          {problemText(problem)}
+        </p>
+      )}
+      <div class="actions">
+        <button type="submit" disabled={busy || comment.trim() === ""}>
+          Escalate
+        </button>
+        <button type="button" class="secondary" onClick={() => setOpen(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function fmtSize(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} kB` : `${(n / (1 << 20)).toFixed(1)} MB`;
+}
+
+/** A message's attachments: listed, downloaded with the token (a blob the
+ * browser saves; the file is never shown inline), deleted. */
+function Attachments(props: { m: TicketMessage; onChange: () => void }) {
+  const [items, setItems] = useState<Schemas["TicketMessageAttachment"][] | null>(null);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const mid = props.m.messageID;
+  useEffect(() => {
+    if (props.m.attachments === 0) {
+      setItems([]);
+      return;
+    }
+    void api.GET("/api/TicketMessages/{id}/attachments", { params: { path: { id: mid } } }).then(({ data, error, response }) => {
+      if (data) setItems(data);
+      else setProblem(asProblem(error, response));
+    });
+  }, [mid, props.m.attachments]);
+
+  const download = async (a: Schemas["TicketMessageAttachment"]) => {
+    setProblem(null);
+    const resp = await apiFetch(new Request(`/api/TicketMessages/${mid}/attachments/${a.ticketMessageAttachmentID}`));
+    if (!resp.ok) {
+      setProblem(asProblem(await resp.json().catch(() => null), resp));
+      return;
+    }
+    const url = URL.createObjectURL(await resp.blob());
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = a.fileName;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  };
+  const remove = async (a: Schemas["TicketMessageAttachment"]) => {
+    if (!confirm(`Delete ${a.fileName}?`)) return;
+    const { error, response } = await api.DELETE("/api/TicketMessages/{id}/attachments/{attachmentId}", {
+      params: { path: { id: mid, attachmentId: a.ticketMessageAttachmentID } },
+    });
+    if (response.ok) props.onChange();
+    else setProblem(asProblem(error, response));
+  };
+
+  // Upload with progress: fetch cannot report it, XMLHttpRequest can.
+  const [progress, setProgress] = useState<number | null>(null);
+  const upload = (file: File) => {
+    setProblem(null);
+    const form = new FormData();
+    form.append("file", file);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", `/api/TicketMessages/${mid}/attachments`);
+    const token = session.token();
+    if (token !== null) xhr.setRequestHeader("Authorization", "Bearer " + token);
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable) setProgress(e.loaded / e.total);
+    };
+    xhr.onloadend = () => {
+      setProgress(null);
+      if (xhr.status === 201) {
+        props.onChange();
+        return;
+      }
+      if (xhr.status === 401) session.end("Your session has expired or was ended. Please sign in again.");
+      let body: unknown = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        // not a problem body
+      }
+      setProblem(asProblem(body, new Response(null, { status: xhr.status === 0 ? 599 : xhr.status, statusText: xhr.status === 0 ? "Upload failed" : xhr.statusText })));
+    };
+    xhr.send(form);
+  };
+
+  const inputId = `attach-${mid}`;
+  return (
+    <div class="attachments">
+      <label for={inputId} class="attach">
+        Attach a file
+      </label>
+      <input
+        id={inputId}
+        type="file"
+        disabled={progress !== null}
+        onChange={(e) => {
+          const f = e.currentTarget.files?.[0];
+          if (f) upload(f);
+          e.currentTarget.value = "";
+        }}
+      />
+      {progress !== null && (
+        <progress max={1} value={progress} aria-label={`Uploading to message ${mid}`}>
+          {Math.round(progress * 100)}%
+        </progress>
+      )}
+      {items === null || items.length === 0 ? null : (
+      <ul aria-label={`Attachments of message ${mid}`}>
+        {items.map((a) => (
+          <li key={a.ticketMessageAttachmentID}>
+            <button type="button" class="link" onClick={() => void download(a)}>
+              {a.fileName}
+            </button>{" "}
+            <span class="hint">
+              {a.contentType.split(";")[0]}, {fmtSize(a.size)}
+            </span>{" "}
+            <button type="button" class="secondary small" aria-label={`Delete ${a.fileName}`} onClick={() => void remove(a)}>
+              Delete
+            </button>
+          </li>
+        ))}
+      </ul>
+      )}
+      {problem && (
+        <p class="error" role="alert">
+          {problemText(problem)}
+        </p>
+      )}
+    </div>
+  );
+}
+
 export function TicketView(props: { id: number; me: Me | null }) {
   const { id } = props;
   const [ticket, setTicket] = useState<Ticket | null>(null);
@@ -190,6 +400,26 @@ export function TicketView(props: { id: number; me: Me | null }) {
   useEffect(() => {
     document.getElementById("ticket-title")?.focus();
   }, [id]);
+
+  const [accounts, setAccounts] = useState<Schemas["Account"][]>([]);
+  useEffect(() => {
+    // Admins only; an agent assigns to themselves or to nobody.
+    void api.GET("/api/Accounts", { params: { query: { pageSize: 100 } } }).then(({ data }) => {
+      setAccounts((data?.items ?? []).filter((a) => a.role !== "integration"));
+    });
+  }, []);
+  const [assignProblem, setAssignProblem] = useState<Problem | null>(null);
+  const assign = async (v: string) => {
+    setBusy(true);
+    setAssignProblem(null);
+    const customerRepID = v === "none" ? null : v === "me" ? (props.me?.account.accountID ?? null) : Number(v);
+    const { data, error, response } = await api.PUT("/api/Tickets/{id}", { params: { path: { id } }, body: { customerRepID } });
+    setBusy(false);
+    if (response.ok) {
+      if (data) setTicket(data);
+      setReload((n) => n + 1);
+    } else setAssignProblem(asProblem(error, response));
+  };
 
   const changeStatus = async (status: string) => {
     setBusy(true);
@@ -246,9 +476,43 @@ export function TicketView(props: { id: number; me: Me | null }) {
         <dd>{ticket.topics.length > 0 ? ticket.topics.join(", ") : "None"}</dd>
         <dt>Assignee</dt>
         <dd>
-          {ticket.customerRepID === null ? "Nobody" : ticket.customerRepID === props.me?.account.accountID ? "Me" : `#${ticket.customerRepID}`}
+          {ticket.customerRepID === null
+            ? "Nobody"
+            : ticket.customerRepID === props.me?.account.accountID
+              ? "Me"
+              : (accounts.find((a) => a.accountID === ticket.customerRepID)?.name ?? `#${ticket.customerRepID}`)}
         </dd>
       </dl>
+      <div class="status-change">
+        <label for="assign">Assign to</label>
+        <select
+          id="assign"
+          value=""
+          disabled={busy}
+          onChange={(e) => {
+            const v = e.currentTarget.value;
+            if (v !== "") void assign(v);
+          }}
+          aria-invalid={assignProblem ? true : undefined}
+          aria-describedby={assignProblem ? "assign-error" : undefined}
+        >
+          <option value="">Choose…</option>
+          <option value="me">Me</option>
+          <option value="none">Nobody</option>
+          {accounts
+            .filter((a) => a.accountID !== props.me?.account.accountID)
+            .map((a) => (
+              <option key={a.accountID} value={String(a.accountID)}>
+                {a.name}
+              </option>
+            ))}
+        </select>
+        {assignProblem && (
+          <p id="assign-error" class="field-error" role="alert">
+            {assignProblem.errors?.customerRepID ?? problemText(assignProblem)}
+          </p>
+        )}
+      </div>
       <div class="status-change">
         <label for="status-move">Change status</label>
         <select
@@ -281,6 +545,9 @@ export function TicketView(props: { id: number; me: Me | null }) {
         </p>
       )}
 
+      <h2>Summary</h2>
+      <Summary id={id} />
+
       <h2>Thread</h2>
       <ol class="thread">
         {messages.map((m) => (
@@ -304,6 +571,7 @@ export function TicketView(props: { id: number; me: Me | null }) {
                 ))}
               </header>
               <MessageBody m={m} />
+              <Attachments m={m} onChange={() => setReload((n) => n + 1)} />
               <Delivery m={m} />
               {m.senderType === "EndUser" && m.aiReply.status === "pending" && (
                 <p class="hint">The assistant is preparing a reply…</p>
@@ -311,7 +579,8 @@ export function TicketView(props: { id: number; me: Me | null }) {
               {m === replyTo && (m.aiReply.status === "prepared" || m.aiReply.status === "modified") && (
                 <PreparedReply m={m} closed={ticket.isClosed} onSent={() => setReload((n) => n + 1)} />
               )}
-              {m.senderType === "EndUser" && (m.aiReply.status === "sent") && <p class="hint">Reply sent.</p>}
+              {m.senderType === "EndUser" && m.aiReply.status === "sent" && <p class="hint">Reply sent.</p>}
+              {m.senderType === "EndUser" && <Escalate m={m} me={props.me} onDone={() => setReload((n) => n + 1)} />}
             </article>
           </li>
         ))}
