@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Schemas } from "./api/client";
 import { live } from "./live";
 import { notice } from "./notice";
+import { Accounts } from "./pages/Accounts";
 import { Inbox } from "./pages/Inbox";
 import { ForgotPassword, ResetPassword } from "./pages/Password";
 import { SignIn } from "./pages/SignIn";
@@ -24,6 +25,26 @@ function Notice() {
     <div class="notice" role="status" aria-live="polite">
       {text}
     </div>
+  );
+}
+
+/** The agent's own availability (whether tickets are routed to them). */
+function Availability(props: { me: Me | null; onChange: (me: Me) => void }) {
+  const { me } = props;
+  const [busy, setBusy] = useState(false);
+  if (me === null || me.account.role === "integration") return null;
+  const toggle = async () => {
+    setBusy(true);
+    const available = !me.account.available;
+    const { response } = await api.PUT("/api/Accounts/me/availability", { body: { available } });
+    setBusy(false);
+    if (response.ok) props.onChange({ ...me, account: { ...me.account, available } });
+    else notice.set("Your availability could not be changed; try again.");
+  };
+  return (
+    <label class="availability">
+      <input type="checkbox" checked={me.account.available} disabled={busy} onChange={() => void toggle()} /> Available
+    </label>
   );
 }
 
@@ -55,7 +76,7 @@ export function App() {
   }, [active]);
 
   useEffect(() => {
-    const titles = { inbox: "Inbox", signin: "Sign in", "forgot-password": "Reset your password", "reset-password": "New password", notfound: "Not found" };
+    const titles = { inbox: "Inbox", accounts: "Accounts", signin: "Sign in", "forgot-password": "Reset your password", "reset-password": "New password", notfound: "Not found" };
     const title = route.page === "ticket" ? `Ticket ${route.id}` : titles[route.page];
     document.title = `${title} · Support console`;
   }, [route]);
@@ -102,7 +123,13 @@ export function App() {
           <a href="/" onClick={linkTo("/")} aria-current={route.page === "inbox" ? "page" : undefined}>
             Inbox
           </a>
+          {me?.account.role === "admin" && (
+            <a href="/admin/accounts" onClick={linkTo("/admin/accounts")} aria-current={route.page === "accounts" ? "page" : undefined}>
+              Accounts
+            </a>
+          )}
         </nav>
+        <Availability me={me} onChange={setMe} />
         <LiveIndicator />
         <span class="who">
           {me ? `${me.account.name} (${me.account.role}) · ${me.customer.name}` : ""}
@@ -115,6 +142,7 @@ export function App() {
       <main id="main" tabIndex={-1}>
         {route.page === "inbox" && <Inbox query={route.query} me={me} />}
         {route.page === "ticket" && <TicketView id={route.id} me={me} />}
+        {route.page === "accounts" && <Accounts me={me} />}
         {route.page === "notfound" && (
           <section>
             <h1>Page not found</h1>

@@ -8,6 +8,7 @@ export type Route =
   | { page: "inbox"; query: URLSearchParams }
   | { page: "ticket"; id: number }
   | { page: "signin" }
+  | { page: "accounts" }
   | { page: "forgot-password" }
   | { page: "reset-password" }
   | { page: "notfound" };
@@ -16,6 +17,7 @@ export function parse(loc: Location): Route {
   const path = loc.pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { page: "inbox", query: new URLSearchParams(loc.search) };
   if (path === "/signin") return { page: "signin" };
+  if (path === "/admin/accounts") return { page: "accounts" };
   if (path === "/forgot-password") return { page: "forgot-password" };
   if (path === "/reset-password") return { page: "reset-password" };
   const m = /^\/tickets\/(\d{1,18})$/.exec(path);

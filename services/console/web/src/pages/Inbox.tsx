@@ -52,14 +52,15 @@ interface Options {
   accounts: Schemas["Account"][];
 }
 
-function useOptions(): Options {
+function useOptions(me: Me | null): Options {
   const [o, setO] = useState<Options>({ channels: [], topics: [], accounts: [] });
+  const admin = me?.account.role === "admin";
   useEffect(() => {
     void Promise.all([
       api.GET("/api/Channels", { params: { query: { pageSize: 100 } } }),
       api.GET("/api/Topics", { params: { query: { pageSize: 100, sort: "name" } } }),
       // Admins only; an agent filters by "mine" or any.
-      api.GET("/api/Accounts", { params: { query: { pageSize: 100 } } }),
+      admin ? api.GET("/api/Accounts", { params: { query: { pageSize: 100 } } }) : Promise.resolve({ data: undefined }),
     ]).then(([c, t, a]) =>
       setO({
         channels: (c.data?.items ?? []).filter((ch) => !ch.isDeleted),
@@ -67,7 +68,7 @@ function useOptions(): Options {
         accounts: (a.data?.items ?? []).filter((acc) => acc.role !== "integration"),
       }),
     );
-  }, []);
+  }, [admin]);
   return o;
 }
 
@@ -206,7 +207,7 @@ function BulkBar(props: { ids: number[]; me: Me | null; accounts: Schemas["Accou
 
 export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
   const { query, me } = props;
-  const opts = useOptions();
+  const opts = useOptions(me);
   const [page, setPage] = useState<Schemas["TicketPage"] | null>(null);
   const [problem, setProblem] = useState<Problem | null>(null);
   const [loading, setLoading] = useState(false);

@@ -402,12 +402,14 @@ export function TicketView(props: { id: number; me: Me | null }) {
   }, [id]);
 
   const [accounts, setAccounts] = useState<Schemas["Account"][]>([]);
+  const admin = props.me?.account.role === "admin";
   useEffect(() => {
     // Admins only; an agent assigns to themselves or to nobody.
+    if (!admin) return;
     void api.GET("/api/Accounts", { params: { query: { pageSize: 100 } } }).then(({ data }) => {
       setAccounts((data?.items ?? []).filter((a) => a.role !== "integration"));
     });
-  }, []);
+  }, [admin]);
   const [assignProblem, setAssignProblem] = useState<Problem | null>(null);
   const assign = async (v: string) => {
     setBusy(true);
