@@ -46,21 +46,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	setLogPath(req, h.logPathHeader)
-	if wantsEventStream(req) {
-		// Traefik sees this plugin's writer through Yaegi's wrapper of
-		// http.ResponseWriter, which hides Flush: a stream passed through
-		// it would be buffered until its end. An EventSource reads no error
-		// body anyway, so its requests get Traefik's own writer.
-		h.next.ServeHTTP(w, req)
-		return
-	}
 	h.next.ServeHTTP(&writer{ResponseWriter: w, req: req, typeBase: h.typeBase}, req)
-}
-
-// wantsEventStream reports whether the request is an EventSource's (or asks
-// for Server-Sent Events only).
-func wantsEventStream(req *http.Request) bool {
-	return strings.HasPrefix(strings.TrimSpace(req.Header.Get("Accept")), "text/event-stream")
 }
 
 // writer rewrites a text/plain error status as it is written.

@@ -87,22 +87,3 @@ func TestImplicitOKPassesThrough(t *testing.T) {
 		t.Fatalf("%d %q", rec.Code, rec.Body)
 	}
 }
-
-// An EventSource's request gets the writer it came with (Traefik's, which
-// can flush), not the rewriting one.
-func TestEventStreamKeepsTheWriter(t *testing.T) {
-	var got http.ResponseWriter
-	h, err := New(context.Background(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = w }), CreateConfig(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for accept, wrapped := range map[string]bool{"text/event-stream": false, "application/json": true, "": true} {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodGet, "/api/live/events", nil)
-		req.Header.Set("Accept", accept)
-		h.ServeHTTP(rec, req)
-		if _, isWriter := got.(*writer); isWriter != wrapped || !wrapped && got != http.ResponseWriter(rec) {
-			t.Errorf("Accept %q: writer %T, want wrapped %v", accept, got, wrapped)
-		}
-	}
-}
