@@ -6,7 +6,7 @@ GO      ?= go
 FUZZTIME ?= 30s
 DEVSTACK = bin/devstack
 
-.PHONY: run test lint fuzz bench soak build traefik infra deps devstack docs-assets docs-check
+.PHONY: run test lint fuzz bench soak build traefik infra deps devstack docs-assets docs-check console-assets console-check
 
 ## run: build everything, start infra, seed the demo customer, run all services behind the gateway (Ctrl-C stops)
 run: devstack
@@ -52,6 +52,15 @@ docs-assets:
 docs-check: traefik infra
 	mkdir -p bin
 	cd gateway && DOCS_SCREENSHOT=$(CURDIR)/bin/docs.png $(GO) test -count=1 -v -run 'TestReferencePage|TestPageThroughTheGateway' ./e2edocs/
+
+## console-assets: build the agent console (npm ci --ignore-scripts, API types from gateway/openapi.yaml, tsc, Vite) into services/console/internal/webapp/dist
+console-assets:
+	scripts/console-assets.sh
+
+## console-check: the console through a real gateway in headless Chromium (sign in, inbox, ticket, live update); screenshots bin/console-*.png
+console-check: traefik infra
+	mkdir -p bin
+	cd gateway && CONSOLE_SCREENSHOTS=$(CURDIR)/bin $(GO) test -count=1 -v ./e2econsole/
 
 ## deps: download the Go modules of every module
 deps:

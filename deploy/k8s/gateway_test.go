@@ -129,7 +129,7 @@ func TestGatewayStartsFromTheManifests(t *testing.T) {
 	var resp *http.Response
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err = client.Get(base + "/no-such-path")
+		resp, err = client.Get(base + "/api/no-such-path")
 		if err == nil && resp.StatusCode == http.StatusNotFound && isProblem(resp) {
 			resp.Body.Close()
 			break

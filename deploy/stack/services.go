@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -25,6 +26,10 @@ type Service struct {
 	// Prefixes are the public path prefixes the gateway routes to this
 	// service, matched case-insensitively on whole segments. A service
 	// without prefixes (a worker) is built and supervised but not routed.
+	// The single prefix "/" makes the service the fallback (the console):
+	// it gets every path outside the first segments of the other services'
+	// prefixes (/api, /docs, /.well-known), below every other route, so an
+	// unknown /api path still gets the gateway's 404 problem.
 	Prefixes []string
 	// Callbacks are exact paths (inside Prefixes) that an outside provider
 	// calls: the gateway routes them without the per-client-IP rate limit,
@@ -120,6 +125,14 @@ var Services = []Service{
 		Prefixes:   []string{"/docs"},
 		Standalone: true,
 	},
+	{
+		// The agent console: the single-page app embedded in the binary
+		// (default HTTP_ADDR 127.0.0.1:8093), served at / and calling the
+		// API through the gateway like any client.
+		Name:       "console",
+		Prefixes:   []string{"/"},
+		Standalone: true,
+	},
 }
 
 // ModuleDir is the module directory relative to the repository root.
@@ -150,10 +163,18 @@ func (s Service) DatabaseRole() string {
 // Routed reports whether the gateway routes requests to the service.
 func (s Service) Routed() bool { return len(s.Prefixes) > 0 }
 
+// Fallback reports whether the service takes the paths no other service's
+// namespace covers (its only prefix is "/").
+func (s Service) Fallback() bool { return len(s.Prefixes) == 1 && s.Prefixes[0] == "/" }
+
 // Rule is the Traefik router rule of the service: one case-insensitive
 // PathRegexp per prefix, each matching the prefix as whole path segments so
-// that /api/Customers does not also catch /api/CustomersExport.
+// that /api/Customers does not also catch /api/CustomersExport. The
+// fallback's rule is every path outside the reserved namespaces.
 func (s Service) Rule() string {
+	if s.Fallback() {
+		return fmt.Sprintf("PathPrefix(`/`) && !PathRegexp(`%s`)", reservedRegexp())
+	}
 	parts := make([]string, 0, len(s.Prefixes))
 	for _, p := range s.Prefixes {
 		parts = append(parts, fmt.Sprintf("PathRegexp(`%s`)", PrefixRegexp(p)))
@@ -206,12 +227,53 @@ func LookupService(name string) (Service, bool) {
 // ServiceForPath returns the routed service that owns the request path p,
 // using the same regular expressions as the gateway.
 func ServiceForPath(p string) (Service, bool) {
-	for _, s := range Services {
+	var fallback *Service
+	for i, s := range Services {
+		if s.Fallback() {
+			fallback = &Services[i]
+			continue
+		}
 		for _, prefix := range s.Prefixes {
 			if regexp.MustCompile(PrefixRegexp(prefix)).MatchString(p) {
 				return s, true
 			}
 		}
 	}
+	if fallback != nil && !regexp.MustCompile(reservedRegexp()).MatchString(p) {
+		return *fallback, true
+	}
 	return Service{}, false
+}
+
+// ownEndpoints are the paths every service serves on its own port and the
+// gateway never routes (README, Routes).
+var ownEndpoints = []string{"healthz", "readyz", "metrics"}
+
+// ReservedSegments are the first path segments of the other services'
+// prefixes ("api", ".well-known", "docs"), in table order, and the
+// services' own endpoints: the namespaces the fallback never gets.
+func ReservedSegments() []string {
+	out := slices.Clone(ownEndpoints)
+	for _, s := range Services {
+		if s.Fallback() {
+			continue
+		}
+		for _, p := range s.Prefixes {
+			first, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+			if !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, first) }) {
+				out = append(out, first)
+			}
+		}
+	}
+	return out
+}
+
+// reservedRegexp matches a path inside one of the ReservedSegments,
+// case-insensitively and on whole segments.
+func reservedRegexp() string {
+	quoted := make([]string, 0, 4)
+	for _, seg := range ReservedSegments() {
+		quoted = append(quoted, regexp.QuoteMeta(seg))
+	}
+	return "(?i)^/(" + strings.Join(quoted, "|") + ")(/|$)"
 }

@@ -51,7 +51,18 @@ func TestServiceForPath(t *testing.T) {
 		{"/api/Topics", "topics"},
 		{"/API/TRANSLATIONS/translate", "translation"},
 		{"/api/Nothing", ""},
-		{"/", ""},
+		{"/API/nothing/else", ""},
+		// The console is the fallback: every path outside the API's
+		// namespaces, never a service's own endpoints.
+		{"/", "console"},
+		{"/tickets/42", "console"},
+		{"/docsx", "console"},
+		{"/assets/index-1.js", "console"},
+		{"/docs/assets/x.js", "docs"},
+		{"/.well-known/other", ""},
+		{"/metrics", ""},
+		{"/HEALTHZ", ""},
+		{"/readyz/", ""},
 	}
 	for _, tc := range tests {
 		svc, ok := ServiceForPath(tc.path)
@@ -66,12 +77,16 @@ func TestServiceForPath(t *testing.T) {
 func TestServiceTableConsistent(t *testing.T) {
 	names := map[string]bool{}
 	owner := map[string]string{}
+	fallbacks := 0
 	for _, s := range Services {
 		if names[s.Name] {
 			t.Errorf("duplicate service %s", s.Name)
 		}
 		names[s.Name] = true
 		for _, p := range s.Prefixes {
+			if s.Fallback() {
+				continue
+			}
 			if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
 				t.Errorf("%s: prefix %q must start and not end with /", s.Name, p)
 			}
@@ -81,9 +96,18 @@ func TestServiceTableConsistent(t *testing.T) {
 			}
 			owner[key] = s.Name
 		}
+		if slices.Contains(s.Prefixes, "/") && !s.Fallback() {
+			t.Errorf("%s: the prefix / must be a service's only one (the fallback)", s.Name)
+		}
+		if s.Fallback() {
+			fallbacks++
+		}
 		if s.Routed() && strings.Count(s.Rule(), "PathRegexp(") != len(s.Prefixes) {
 			t.Errorf("%s: rule %s", s.Name, s.Rule())
 		}
+	}
+	if fallbacks > 1 {
+		t.Errorf("%d fallback services; the gateway can have one", fallbacks)
 	}
 	if !Services[0].Bootstrap || Services[0].Name != "auth" {
 		t.Errorf("auth must come first: the other services fetch its JWKS")

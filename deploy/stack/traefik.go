@@ -28,6 +28,9 @@ type Route struct {
 	// Unlimited routes skip the per-client-IP rate limit (provider
 	// callbacks); they take precedence over the other routes (Priority).
 	Unlimited bool
+	// Fallback is the console's catch-all: below every other route, above
+	// the gateway's own 404.
+	Fallback bool
 }
 
 // TraefikService is the Traefik service name of the route.
@@ -38,11 +41,15 @@ func (r Route) TraefikService() string {
 	return r.Name
 }
 
-// Priority is the router priority: callbacks above every prefix route.
-// Zero leaves Traefik's default (the rule's length).
+// Priority is the router priority: callbacks above every prefix route, the
+// fallback below them (the not-found router has 1). Zero leaves Traefik's
+// default (the rule's length).
 func (r Route) Priority() int {
-	if r.Unlimited {
+	switch {
+	case r.Unlimited:
 		return 100000
+	case r.Fallback:
+		return 2
 	}
 	return 0
 }
@@ -156,7 +163,7 @@ func ServiceRoutes(services []Service, urlFor func(Service) string) []Route {
 		if !s.Routed() {
 			continue
 		}
-		routes = append(routes, Route{Name: s.Name, Rule: s.Rule(), URL: urlFor(s)})
+		routes = append(routes, Route{Name: s.Name, Rule: s.Rule(), URL: urlFor(s), Fallback: s.Fallback()})
 		if len(s.Callbacks) > 0 {
 			routes = append(routes, Route{Name: s.Name + "-callbacks", Rule: s.CallbackRule(), URL: urlFor(s), Service: s.Name, Unlimited: true})
 		}

@@ -175,7 +175,7 @@ func TestAccessLogRedactsQueryValues(t *testing.T) {
 			"/api/TicketMessages/1/feedback?token=REDACTED&vote=REDACTED"},
 		{http.MethodPost, stk.HTTPSURL + "/api/providerwebhook?validationToken=" + secret,
 			"/api/providerwebhook?validationToken=REDACTED"},
-		{http.MethodGet, stk.HTTPSURL + "/no/such/thing?code=" + secret, "/no/such/thing?code=REDACTED"},
+		{http.MethodGet, stk.HTTPSURL + "/api/no/such/thing?code=" + secret, "/api/no/such/thing?code=REDACTED"},
 		{http.MethodGet, stk.HTTPURL + "/api/Tickets?token=" + secret, "/api/Tickets?token=REDACTED"},
 	}
 	c := client(t)
@@ -515,13 +515,19 @@ func TestGatewayBackendDownIsProblem(t *testing.T) {
 }
 
 // A path no service owns is a 404 problem from the gateway, whatever the
-// method, and does not close the connection.
+// method, and does not close the connection. Outside the API's namespaces
+// the console answers (its pages); the services' own endpoints are never
+// routed.
 func TestGatewayUnknownPathIsProblem(t *testing.T) {
 	for _, tc := range []struct{ method, path string }{
-		{http.MethodGet, "/"},
-		{http.MethodGet, "/nowhere"},
+		{http.MethodGet, "/api"},
+		{http.MethodGet, "/API/nowhere"},
 		{http.MethodPost, "/api/Nothing/here"},
 		{http.MethodDelete, "/api/AuthX"},
+		{http.MethodGet, "/.well-known/nothing"},
+		{http.MethodGet, "/metrics"},
+		{http.MethodGet, "/healthz"},
+		{http.MethodGet, "/readyz"},
 	} {
 		req, _ := http.NewRequestWithContext(t.Context(), tc.method, stk.HTTPSURL+tc.path, nil)
 		resp, err := stk.HTTPClient().Do(req)

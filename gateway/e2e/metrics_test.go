@@ -109,15 +109,19 @@ func TestMetricsBehindTheDashboard(t *testing.T) {
 		}
 	}
 
-	// The reference page is not part of the API's contract: a plain GET.
-	if _, ok := stk.ServiceURLs["docs"]; ok {
-		resp, err := stk.HTTPClient().Get(stk.HTTPSURL + "/docs")
+	// The reference page and the console are not part of the API's
+	// contract: a plain GET.
+	for svc, path := range map[string]string{"docs": "/docs", "console": "/"} {
+		if _, ok := stk.ServiceURLs[svc]; !ok {
+			continue
+		}
+		resp, err := stk.HTTPClient().Get(stk.HTTPSURL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /docs: %d", resp.StatusCode)
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
 		}
 	}
 

@@ -200,7 +200,11 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 
 	caFile, _ := filepath.Rel(root, st.TLS.CAFile)
 	base := fmt.Sprintf("https://localhost:%d", cfg.HTTPSPort)
-	fmt.Fprintf(log, "\n  Support platform is up: %s (plain HTTP on :%d is refused)\n", base, cfg.HTTPPort)
+	fmt.Fprintln(log)
+	if u := pageURL(base, "console", st.Services); u != "" {
+		fmt.Fprintf(log, "  console: %s (the agent console: sign in with the login below; trust %s in the browser)\n", u, caFile)
+	}
+	fmt.Fprintf(log, "  Support platform is up: %s (plain HTTP on :%d is refused)\n", base, cfg.HTTPPort)
 	fmt.Fprintf(log, "  services: %v, database %s (each service as its own role, sp_<schema>)\n", st.Services, cfg.Database)
 	if u, err := url.Parse(st.NATSURL); err == nil {
 		fmt.Fprintf(log, "  nats:  %s, one user per service; passwords in var/nats/nats.conf\n", u.Host)
@@ -214,7 +218,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		fmt.Fprintf(log, "  try:   curl --cacert %s %s/api/Auth/login -H 'Content-Type: application/json' -d '{\"email\":\"%s\",\"password\":\"%s\"}'\n",
 			caFile, base, demo.Email, demo.Password)
 	}
-	if u := referenceURL(base, st.Services); u != "" {
+	if u := pageURL(base, "docs", st.Services); u != "" {
 		fmt.Fprintf(log, "  docs:  %s (the API reference; trust %s in the browser)\n", u, caFile)
 	}
 	if st.Mail != nil {
@@ -233,11 +237,11 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 	return st.Stop()
 }
 
-// referenceURL is the address of the API reference page behind the
-// gateway at base, taken from the docs service's route in the table; ""
-// when docs is not among the started services.
-func referenceURL(base string, started []string) string {
-	svc, ok := stack.LookupService("docs")
+// pageURL is the address of a page service (console, docs) behind the
+// gateway at base, taken from the service's route in the table; "" when
+// it is not among the started services.
+func pageURL(base, name string, started []string) string {
+	svc, ok := stack.LookupService(name)
 	if !ok || !svc.Routed() || !contains(started, svc.Name) {
 		return ""
 	}

@@ -50,19 +50,21 @@ func TestSplitFields(t *testing.T) {
 	}
 }
 
-// make run prints the reference page's address when docs runs, and only
-// then; the address is one the gateway routes to docs.
-func TestReferenceURL(t *testing.T) {
+// make run prints the console's and the reference page's addresses when
+// they run, and only then; each is one the gateway routes to its service.
+func TestPageURL(t *testing.T) {
 	const base = "https://localhost:8443"
-	got := referenceURL(base, []string{"auth", "topics", "docs"})
-	if got != base+"/docs" {
-		t.Errorf("referenceURL with docs started = %q, want %s/docs", got, base)
-	}
-	if svc, ok := stack.ServiceForPath(strings.TrimPrefix(got, base)); !ok || svc.Name != "docs" {
-		t.Errorf("%s is not routed to docs (%v, %v)", got, svc.Name, ok)
-	}
-	if got := referenceURL(base, []string{"auth", "topics"}); got != "" {
-		t.Errorf("referenceURL without docs = %q, want none", got)
+	for name, want := range map[string]string{"docs": base + "/docs", "console": base + "/"} {
+		got := pageURL(base, name, []string{"auth", "topics", "docs", "console"})
+		if got != want {
+			t.Errorf("pageURL(%s) with it started = %q, want %s", name, got, want)
+		}
+		if svc, ok := stack.ServiceForPath(strings.TrimPrefix(got, base)); !ok || svc.Name != name {
+			t.Errorf("%s is not routed to %s (%v, %v)", got, name, svc.Name, ok)
+		}
+		if got := pageURL(base, name, []string{"auth", "topics"}); got != "" {
+			t.Errorf("pageURL(%s) without it = %q, want none", name, got)
+		}
 	}
 }
 
