@@ -1350,10 +1350,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/live/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived, single-use ticket that opens one event stream (for a browser's EventSource, which cannot send an Authorization header).
+         * @description The ticket (256 random bits) opens `GET /api/live/events?ticket=` once,
+         *     within `expiresAt` (about 30 s, never after the token's own expiry),
+         *     as the token's account. Ask for a new ticket for every (re)connection.
+         */
+        post: operations["createStreamTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/live/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The customer's events as Server-Sent Events, live within a second.
+         * @description Authenticated by `Authorization: Bearer` or by `?ticket=` (one of the
+         *     two; both is a 400). Only the caller's customer's events are sent:
+         *     ticket.*, ticket.message.*, message.* (escalation, replies and their
+         *     delivery) and end-user.*. Each event:
+         *
+         *     * `id:` the event's sequence number (increasing, not contiguous);
+         *     * `event:` the event type, such as `ticket.created`;
+         *     * `data:` a JSON object (`LiveEvent`): the type, when it occurred and
+         *       ids and states (ticketID, messageID, status ...), never message
+         *       texts or e-mail addresses: read those through the API.
+         *
+         *     A comment (`: ping`) every 15 s keeps the connection alive. Control
+         *     events, without an `id:`: `reset` (the events after the id sent are
+         *     no longer retained: reload what is shown; live events follow),
+         *     `expired` (data `{"reason":"expired"}` or `{"reason":"revoked"}`: the
+         *     token is no longer valid, the stream ends; sign in again) and
+         *     `reconnect` (the stream reached its time budget and ends; reconnect
+         *     with a new ticket and the last id). A stream that falls too far behind
+         *     (its client reads too slowly) is closed. After a reconnection with
+         *     the last id received (the `Last-Event-ID` header of an EventSource's
+         *     own reconnect, or `lastEventId`), the events missed in between are
+         *     sent first, in order.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        StreamTicket: {
+            /** @description 256 random bits, base64url without padding. */
+            ticket: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** @description The data of one event of GET /api/live/events; members beside type and occurredAt only when the event has them. */
+        LiveEvent: {
+            type: string;
+            /** Format: date-time */
+            occurredAt: string;
+            /** Format: int64 */
+            ticketID?: number;
+            /** Format: int64 */
+            messageID?: number;
+            /** Format: int64 */
+            endUserID?: number;
+            /** Format: int64 */
+            channelID?: number;
+            /** Format: int64 */
+            customerRepID?: number | null;
+            /** Format: int64 */
+            inReplyToID?: number;
+            status?: string;
+            previousStatus?: string;
+            isClosed?: boolean;
+            senderType?: string;
+            source?: string;
+            topicIDs?: number[];
+            attempts?: number;
+            modified?: boolean;
+        };
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description URI identifying the kind of problem. */
@@ -5304,6 +5399,66 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createStreamTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket. */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTicket"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HTTPSRequired"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description A stream ticket from POST /api/live/tickets (single use). */
+                ticket?: string;
+                /** @description The id of the last event received; the stream resumes after it. Must equal Last-Event-ID when both are sent. */
+                lastEventId?: string;
+            };
+            header?: {
+                /** @description The id of the last event received (an EventSource sends it when it reconnects). */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HTTPSRequired"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }
