@@ -13,7 +13,7 @@ import (
 )
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {

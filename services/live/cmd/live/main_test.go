@@ -21,7 +21,7 @@ import (
 )
 
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	configtest.RequireDocumented(t, "../../../../README.md", Config{})
+	configtest.RequireDocumented(t, "../../README.md", Config{})
 }
 
 func TestEveryRouteIsDocumented(t *testing.T) {
