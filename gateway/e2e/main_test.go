@@ -98,15 +98,16 @@ func run(m *testing.M) int {
 
 	code := m.Run()
 
-	if code != 0 {
-		// Keep the evidence: the output of every process.
-		e2ekit.DumpStackLog("e2e", stackLog.String())
-	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stack did not stop cleanly: %v\n", err)
 		if code == 0 {
 			code = 1
 		}
+	}
+	if code != 0 {
+		// Keep the evidence: the output of every process, read once they
+		// no longer write it.
+		e2ekit.DumpStackLog("e2e", stackLog.String())
 	}
 	return code
 }

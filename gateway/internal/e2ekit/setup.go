@@ -118,14 +118,15 @@ func runSuite(m *testing.M, name string, stk *stack.Stack, stackLog fmt.Stringer
 		fn()
 	}
 	code := m.Run()
-	if code != 0 {
-		DumpStackLog(name, stackLog.String())
-	}
 	if err := stk.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: stack did not stop cleanly: %v\n", name, err)
 		if code == 0 {
 			code = 1
 		}
+	}
+	if code != 0 {
+		// Keep the evidence, read once the processes no longer write it.
+		DumpStackLog(name, stackLog.String())
 	}
 	return code
 }
