@@ -56,19 +56,21 @@ func upsertTopicNames(ctx context.Context, tx pgx.Tx, customerID int64, names ma
 // a.TopicIDs (kept topics keep their ticketMessageTopicID) and, when the
 // list changed, writes ticket.message.topics-assigned and one
 // topic.action.triggered per active action of each topic it added, in
-// a.Triggered's order. The message remembers the assignment's source; an
-// automatic assignment on a message whose topics were set manually changes
-// nothing and is tickets.ErrManualTopicsKept.
+// a.Triggered's order, as the assignment's Plan decides against the locked
+// message. The message remembers the assignment's source.
 func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a tickets.TopicAssignment) error {
 	return postgres.Error(s.inTx(ctx, func(tx pgx.Tx) error {
 		m, t, err := s.lockMessage(ctx, tx, customerID, id)
 		if err != nil {
 			return err
 		}
-		if a.Source == tickets.SourceAuto && m.TopicsSource == tickets.SourceManual && len(m.Topics) > 0 {
-			// Decided under the lock: a manual assignment committed while
-			// the assistant was detecting wins.
-			return tickets.ErrManualTopicsKept
+		had := make([]int64, len(m.Topics))
+		for i, mt := range m.Topics {
+			had[i] = mt.TopicID
+		}
+		plan, err := a.Plan(had, m.TopicsSource)
+		if err != nil {
+			return err
 		}
 		if len(a.Names) > 0 {
 			deleted, err := upsertTopicNames(ctx, tx, customerID, a.Names, a.NamesAsOf)
@@ -79,22 +81,14 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 				return tickets.UnknownTopics(deleted)
 			}
 		}
-		had := make([]int64, len(m.Topics))
-		for i, mt := range m.Topics {
-			had[i] = mt.TopicID
-		}
-		added, confirmed := a.Changes(had, m.TopicsSource)
-		if len(added) == 0 && len(m.Topics) == len(a.TopicIDs) {
-			// The same list: nothing new is triggered. An agent putting the
-			// list the assistant chose makes it theirs and fires the actions
-			// that waited for a human.
-			if a.Source != m.TopicsSource && len(m.Topics) > 0 {
-				if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET topics_source = $3 WHERE customer_id = $1 AND message_id = $2`,
-					customerID, id, a.Source); err != nil {
-					return err
-				}
-				return s.addTriggered(ctx, tx, customerID, id, t.ID, a, a.Triggered(nil, confirmed))
+		if plan.SourceOnly {
+			if _, err := tx.Exec(ctx, `UPDATE ticket_messages SET topics_source = $3 WHERE customer_id = $1 AND message_id = $2`,
+				customerID, id, a.Source); err != nil {
+				return err
 			}
+			return s.addTriggered(ctx, tx, customerID, id, t.ID, a, plan.Triggered)
+		}
+		if !plan.Replace {
 			return nil
 		}
 		now := s.now()
@@ -106,10 +100,10 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 			AND NOT (topic_id = ANY($3))`, customerID, id, keep); err != nil {
 			return err
 		}
-		if len(added) > 0 {
+		if len(plan.Added) > 0 {
 			if _, err := tx.Exec(ctx, `INSERT INTO message_topics (customer_id, message_id, topic_id, created_at)
 				SELECT $1, $2, u.id, $4 FROM unnest($3::bigint[]) WITH ORDINALITY AS u (id, n) ORDER BY u.n`,
-				customerID, id, added, now); err != nil {
+				customerID, id, plan.Added, now); err != nil {
 				return err
 			}
 		}
@@ -122,7 +116,7 @@ func (s *Store) AssignTopics(ctx context.Context, customerID, id int64, a ticket
 		}); err != nil {
 			return err
 		}
-		return s.addTriggered(ctx, tx, customerID, id, t.ID, a, a.Triggered(added, confirmed))
+		return s.addTriggered(ctx, tx, customerID, id, t.ID, a, plan.Triggered)
 	}), "message")
 }
 

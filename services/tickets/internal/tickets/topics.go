@@ -106,6 +106,42 @@ func (a TopicAssignment) Changes(had []int64, hadSource string) (added, confirme
 	return added, confirmed
 }
 
+// TopicPlan is what an assignment does to a message's topics
+// (TopicAssignment.Plan); the store writes it.
+type TopicPlan struct {
+	// Replace: the list changes to the assignment's; Added are the topics
+	// new on the message.
+	Replace bool
+	Added   []int64
+	// SourceOnly: the same list, now under the assignment's source.
+	SourceOnly bool
+	// Triggered are the topic.action.triggered events to write.
+	Triggered []TriggeredAction
+}
+
+// Plan decides the assignment against the message as it is under its lock
+// (its topics had, set by hadSource):
+//   - an automatic assignment on a message whose topics were set by hand
+//     is ErrManualTopicsKept: a manual assignment committed while the
+//     assistant was detecting wins;
+//   - the same list changes nothing, except that an agent putting the list
+//     the assistant chose makes it theirs and fires the actions that
+//     waited for a human;
+//   - otherwise the list is replaced and the added topics' actions fire.
+func (a TopicAssignment) Plan(had []int64, hadSource string) (TopicPlan, error) {
+	if a.Source == SourceAuto && hadSource == SourceManual && len(had) > 0 {
+		return TopicPlan{}, ErrManualTopicsKept
+	}
+	added, confirmed := a.Changes(had, hadSource)
+	if len(added) == 0 && len(had) == len(a.TopicIDs) {
+		if a.Source != hadSource && len(had) > 0 {
+			return TopicPlan{SourceOnly: true, Triggered: a.Triggered(nil, confirmed)}, nil
+		}
+		return TopicPlan{}, nil
+	}
+	return TopicPlan{Replace: true, Added: added, Triggered: a.Triggered(added, confirmed)}, nil
+}
+
 // NormalizeTopicIDs checks a requested list of topic ids: nil (absent or
 // null) is a 400, [] clears; duplicates are dropped (first one kept); each
 // id is positive; at most MaxMessageTopics distinct ids.

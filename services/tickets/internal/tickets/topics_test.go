@@ -204,3 +204,41 @@ func TestPrepareTopics(t *testing.T) {
 		t.Fatalf("lookup failure: %v", err)
 	}
 }
+
+// Plan, against the message under its lock: the manual list survives the
+// assistant, the same list changes only its source, anything else replaces
+// it and fires the added topics' actions.
+func TestTopicPlan(t *testing.T) {
+	auto := contracts.LinkedAction{TopicActionID: 1, ActionID: 10, Priority: 1}
+	held := contracts.LinkedAction{TopicActionID: 2, ActionID: 20, Priority: 2, RequiresConfirmation: true}
+	actions := map[int64][]contracts.LinkedAction{7: {auto, held}, 8: {auto}}
+	for _, tc := range []struct {
+		name      string
+		a         TopicAssignment
+		had       []int64
+		hadSource string
+		want      TopicPlan
+		err       error
+	}{
+		{"auto over manual", TopicAssignment{TopicIDs: []int64{7}, Source: SourceAuto}, []int64{8}, SourceManual, TopicPlan{}, ErrManualTopicsKept},
+		{"auto over an emptied manual list", TopicAssignment{TopicIDs: []int64{7}, Source: SourceAuto, Actions: actions}, nil, SourceManual,
+			TopicPlan{Replace: true, Added: []int64{7}, Triggered: []TriggeredAction{{TopicID: 7, LinkedAction: auto}}}, nil},
+		{"first detection holds the confirmation", TopicAssignment{TopicIDs: []int64{7}, Source: SourceAuto, Actions: actions}, nil, "",
+			TopicPlan{Replace: true, Added: []int64{7}, Triggered: []TriggeredAction{{TopicID: 7, LinkedAction: auto}}}, nil},
+		{"same list, same source", TopicAssignment{TopicIDs: []int64{7}, Source: SourceManual, Actions: actions}, []int64{7}, SourceManual, TopicPlan{}, nil},
+		{"agent confirms the assistant's list", TopicAssignment{TopicIDs: []int64{7}, Source: SourceManual, Actions: actions}, []int64{7}, SourceAuto,
+			TopicPlan{SourceOnly: true, Triggered: []TriggeredAction{{TopicID: 7, LinkedAction: held, Confirmed: true}}}, nil},
+		{"manual adds one", TopicAssignment{TopicIDs: []int64{7, 8}, Source: SourceManual, Actions: actions}, []int64{7}, SourceManual,
+			TopicPlan{Replace: true, Added: []int64{8}, Triggered: []TriggeredAction{{TopicID: 8, LinkedAction: auto}}}, nil},
+		{"manual removes one", TopicAssignment{TopicIDs: []int64{7}, Source: SourceManual, Actions: actions}, []int64{7, 8}, SourceManual,
+			TopicPlan{Replace: true}, nil},
+		{"clearing", TopicAssignment{TopicIDs: []int64{}, Source: SourceManual}, []int64{7}, SourceManual, TopicPlan{Replace: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.a.Plan(tc.had, tc.hadSource)
+			if !errors.Is(err, tc.err) || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Plan = %+v, %v; want %+v, %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
