@@ -61,7 +61,7 @@ export interface ResourceSpec<T> {
   toValues: (item: T) => Values;
   list: (pageNumber: number) => Promise<Answer<Page<T>>>;
   create: (v: Values) => Promise<Answer<T>>;
-  update?: (id: number, v: Values) => Promise<Answer<T>>;
+  update?: (id: number, v: Values) => Promise<Answer<unknown>>;
   remove: (id: number) => Promise<Answer<unknown>>;
   rowActions?: (item: T) => ComponentChildren;
   /** Called after every change (so that other lists can reload). */
@@ -141,7 +141,8 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
     setDone(null);
     const ans = editing !== null && s.update ? await s.update(editing, values) : await s.create(values);
     setBusy(false);
-    if (ans.data !== undefined && ans.response.ok) {
+    // A PUT answers 204 without a body.
+    if (ans.response.ok) {
       setDone(editing !== null ? `The ${s.noun} is saved.` : `The ${s.noun} is created.`);
       reset();
       changed();
@@ -168,8 +169,8 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
   const otherErrors = Object.entries(problem?.errors ?? {}).filter(([k]) => !fieldIDs.has(k));
 
   return (
-    <section class={`resource ${s.id}`} aria-labelledby={`${s.id}-title`}>
-      <H id={`${s.id}-title`}>{s.title}</H>
+    <section class={`resource ${s.id}`} aria-labelledby={`${s.id}-heading`}>
+      <H id={`${s.id}-heading`}>{s.title}</H>
       {listProblem && (
         <p class="error" role="alert">
           {problemText(listProblem)}
@@ -203,7 +204,8 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
                       {s.columns.map((c) => (
                         <td key={c.label}>{c.cell(it)}</td>
                       ))}
-                      <td class="row-actions">
+                      <td>
+                        <div class="row-actions">
                         {s.rowActions?.(it)}
                         {s.update && (
                           <button type="button" class="secondary edit" onClick={() => {
@@ -223,6 +225,7 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
                             Delete
                           </button>
                         )}
+                        </div>
                       </td>
                     </tr>
                   );
