@@ -1,8 +1,8 @@
 // Package e2econsole holds the end-to-end tests of the agent console: auth,
-// mailingest (channels), tickets, live and console run as binaries behind
-// the real Traefik over HTTPS (their own stack, beside the other suites),
-// and headless Chromium (Debian's package) uses the console through the
-// gateway as an agent would.
+// topics, mailingest (channels, with a fake Microsoft Graph), tickets, live
+// and console run as binaries behind the real Traefik over HTTPS (their own
+// stack, beside the other suites), and headless Chromium (Debian's package)
+// uses the console through the gateway as an agent or admin would.
 package e2econsole
 
 import (
