@@ -1,8 +1,8 @@
 // Package e2econsole holds the end-to-end tests of the agent console: auth,
-// mailingest (channels), tickets, live and console run as binaries behind
-// the real Traefik over HTTPS (their own stack, beside the other suites),
-// and headless Chromium (Debian's package) uses the console through the
-// gateway as an agent would.
+// topics, mailingest (channels, with a fake Microsoft Graph), tickets, live
+// and console run as binaries behind the real Traefik over HTTPS (their own
+// stack, beside the other suites), and headless Chromium (Debian's package)
+// uses the console through the gateway as an agent or admin would.
 package e2econsole
 
 import (
@@ -12,11 +12,15 @@ import (
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
+	"supportplatform.dev/pkg/graphfake"
 )
 
 var (
 	stk *stack.Stack
 	api *apicontract.Contract
+	// graph is the fake Microsoft Graph of mailingest (the admin pages
+	// connect a tenant and subscribe folders).
+	graph *graphfake.Server
 )
 
 func TestMain(m *testing.M) {
@@ -27,8 +31,8 @@ func TestMain(m *testing.M) {
 	if _, ok := stack.LookupService("live"); ok {
 		services = append(services, "live")
 	}
-	s := e2ekit.Suite{Name: "e2econsole", Services: services}
+	s := e2ekit.Suite{Name: "e2econsole", Services: services, Graph: []string{"mailingest"}}
 	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
-		stk, api = r.Stack, r.Contract
+		stk, api, graph = r.Stack, r.Contract, r.Graph
 	}))
 }

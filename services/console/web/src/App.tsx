@@ -3,6 +3,8 @@ import { api, type Schemas } from "./api/client";
 import { live } from "./live";
 import { notice } from "./notice";
 import { Accounts } from "./pages/Accounts";
+import { Channels } from "./pages/admin/Channels";
+import { Topics } from "./pages/admin/Topics";
 import { Inbox } from "./pages/Inbox";
 import { ForgotPassword, ResetPassword } from "./pages/Password";
 import { SignIn } from "./pages/SignIn";
@@ -76,7 +78,7 @@ export function App() {
   }, [active]);
 
   useEffect(() => {
-    const titles = { inbox: "Inbox", accounts: "Accounts", signin: "Sign in", "forgot-password": "Reset your password", "reset-password": "New password", notfound: "Not found" };
+    const titles = { inbox: "Inbox", accounts: "Accounts", channels: "Channels", topics: "Topics", signin: "Sign in", "forgot-password": "Reset your password", "reset-password": "New password", notfound: "Not found" };
     const title = route.page === "ticket" ? `Ticket ${route.id}` : titles[route.page];
     document.title = `${title} · Support console`;
   }, [route]);
@@ -128,6 +130,16 @@ export function App() {
               Accounts
             </a>
           )}
+          {me?.account.role === "admin" && (
+            <>
+              <a href="/admin/channels" onClick={linkTo("/admin/channels")} aria-current={route.page === "channels" ? "page" : undefined}>
+                Channels
+              </a>
+              <a href="/admin/topics" onClick={linkTo("/admin/topics")} aria-current={route.page === "topics" ? "page" : undefined}>
+                Topics
+              </a>
+            </>
+          )}
         </nav>
         <Availability me={me} onChange={setMe} />
         <LiveIndicator />
@@ -143,6 +155,8 @@ export function App() {
         {route.page === "inbox" && <Inbox query={route.query} me={me} />}
         {route.page === "ticket" && <TicketView id={route.id} me={me} />}
         {route.page === "accounts" && <Accounts me={me} />}
+        {route.page === "channels" && <Channels me={me} />}
+        {route.page === "topics" && <Topics me={me} />}
         {route.page === "notfound" && (
           <section>
             <h1>Page not found</h1>

@@ -1,4 +1,5 @@
 // A small history router: the console's pages are /, /tickets/<id>,
+// the admin pages /admin/accounts, /admin/channels and /admin/topics,
 // /signin, /forgot-password and /reset-password (the page of the mailed
 // reset link, AUTH_RESET_URL); the console binary answers index.html for
 // each.
@@ -9,6 +10,8 @@ export type Route =
   | { page: "ticket"; id: number }
   | { page: "signin" }
   | { page: "accounts" }
+  | { page: "channels" }
+  | { page: "topics" }
   | { page: "forgot-password" }
   | { page: "reset-password" }
   | { page: "notfound" };
@@ -18,6 +21,8 @@ export function parse(loc: Location): Route {
   if (path === "/") return { page: "inbox", query: new URLSearchParams(loc.search) };
   if (path === "/signin") return { page: "signin" };
   if (path === "/admin/accounts") return { page: "accounts" };
+  if (path === "/admin/channels") return { page: "channels" };
+  if (path === "/admin/topics") return { page: "topics" };
   if (path === "/forgot-password") return { page: "forgot-password" };
   if (path === "/reset-password") return { page: "reset-password" };
   const m = /^\/tickets\/(\d{1,18})$/.exec(path);
