@@ -12,11 +12,15 @@ import (
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/gateway/internal/e2ekit"
 	"supportplatform.dev/pkg/apicontract"
+	"supportplatform.dev/pkg/graphfake"
 )
 
 var (
 	stk *stack.Stack
 	api *apicontract.Contract
+	// graph is the fake Microsoft Graph the mail tests (live2_test.go)
+	// deliver mails into and read sent replies from.
+	graph *graphfake.Server
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +32,14 @@ func TestMain(m *testing.M) {
 		services = append(services, "live")
 	}
 	s := e2ekit.Suite{Name: "e2econsole", Services: services}
+	// Mail in and out (live2_test.go): renewal keeps the subscriptions,
+	// importreply imports mails and sends replies through the fake Graph,
+	// the assistant prepares replies (its offline engine: no AI_BASE_URL).
+	s.Services = append(s.Services, "renewal", "importreply", "assistant")
+	s.Graph = []string{"mailingest", "renewal", "importreply"}
+	s.Env = map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s"}}
 	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api = r.Stack, r.Contract
+		graph = r.Graph
 	}))
 }
