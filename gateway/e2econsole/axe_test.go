@@ -61,7 +61,7 @@ func axeCheck(t *testing.T, ctx context.Context, page string) {
 	var found []string
 	err = chromedp.Run(ctx,
 		chromedp.Evaluate(`if (!window.axe) { `+string(src)+` }; true`, nil),
-		chromedp.Evaluate(`axe.run(document, {iframes: false, resultTypes: ['violations']}).then(r => r.violations
+		chromedp.Evaluate(`axe.run(document, {iframes: false, resultTypes: ['violations']}).then(r => r.passes.length === 0 ? ['no rule passed: axe checked nothing'] : r.violations
 			.filter(v => v.impact === 'serious' || v.impact === 'critical')
 			.map(v => v.id + ' (' + v.impact + '): ' + v.help + ' at ' + v.nodes.slice(0, 5).map(n => n.target.join(' ')).join(', ')))`,
 			&found, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),

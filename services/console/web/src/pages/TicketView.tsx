@@ -606,10 +606,12 @@ export function TicketView(props: { id: number; me: Me | null }) {
               {m.senderType === "EndUser" && m.aiReply.status === "pending" && (
                 <p class="hint">The assistant is preparing a reply…</p>
               )}
-              {m === replyTo && (m.aiReply.status === "prepared" || m.aiReply.status === "modified") && (
+              {/* modified: sent with the agent's changes (send-reply). */}
+              {m === replyTo && m.aiReply.status === "prepared" && (
                 <PreparedReply m={m} closed={ticket.isClosed} onSent={() => setReload((n) => n + 1)} />
               )}
               {m.senderType === "EndUser" && m.aiReply.status === "sent" && <p class="hint">Reply sent.</p>}
+              {m.senderType === "EndUser" && m.aiReply.status === "modified" && <p class="hint">Reply sent with changes.</p>}
               {m.senderType === "EndUser" && <Escalate m={m} me={props.me} onDone={() => setReload((n) => n + 1)} />}
             </article>
           </li>
