@@ -151,8 +151,7 @@ func toMessage(m tickets.Message) messageResponse {
 	}
 	return messageResponse{MessageID: m.ID, TicketID: m.TicketID, DateCreated: m.CreatedAt.UTC(), DateUpdated: m.UpdatedAt.UTC(),
 		SenderType: string(m.SenderType), SenderAccountID: m.SenderAccountID, Message: m.Text, Topics: topics,
-		TopicsSource: topicsSource(m),
-		AIReply: reply, CustomFieldsData: fields, IsEscalated: m.IsEscalated, Attachments: m.Attachments,
+		TopicsSource: topicsSource(m), AIReply: reply, CustomFieldsData: fields, IsEscalated: m.IsEscalated, Attachments: m.Attachments,
 		Mail: toMail(m.Mail), Delivery: toDelivery(m.Delivery)}
 }
 
