@@ -253,6 +253,24 @@ func TestMailReplyLiveAndOnlyForItsCustomer(t *testing.T) {
 	}
 	screenshot(t, actx, "ticket-reply")
 
+	// Topics by hand: the agent picks Delivery instead; the message then
+	// shows it, set by an agent. Detecting again is asked for and said.
+	err = chromedp.Run(actx,
+		chromedp.Click(`.topics button`, chromedp.ByQuery), // Assign topics…
+		poll(`Array.from(document.querySelectorAll('.topics label.check')).length === 3`, 10*time.Second),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('.topics label.check')).forEach(l => {
+			const box = l.querySelector('input');
+			if (box.checked !== (l.textContent.trim() === 'Delivery')) box.click();
+		})`, nil),
+		chromedp.Click(`.topics button[type=submit]`, chromedp.ByQuery),
+		poll(`document.querySelector('[data-topics-source="manual"]') !== null && document.querySelector('.topics p').textContent.includes('Delivery')`, 10*time.Second),
+		chromedp.Click(`.topics p button.secondary:nth-of-type(2)`, chromedp.ByQuery), // Detect topics
+		poll(`document.querySelector('.topics [aria-live]') !== null`, 10*time.Second),
+	)
+	if err != nil {
+		t.Fatalf("assigning and detecting topics: %v; %s", err, pageState(actx, abl))
+	}
+
 	// Bulk close with a foreign id: the request the console makes for
 	// the checked ticket also carries B's ticket (as a stale or forged
 	// selection would); the API refuses all, the console says so, and

@@ -104,10 +104,15 @@ export function MessageTopics(props: { m: TicketMessage; onChange: () => void })
                   type="checkbox"
                   checked={chosen.has(t.topicID)}
                   onChange={(e) => {
-                    const n = new Set(chosen);
-                    if (e.currentTarget.checked) n.add(t.topicID);
-                    else n.delete(t.topicID);
-                    setChosen(n);
+                    // From the latest set: two changes before a render
+                    // must both count.
+                    const on = e.currentTarget.checked;
+                    setChosen((c) => {
+                      const n = new Set(c);
+                      if (on) n.add(t.topicID);
+                      else n.delete(t.topicID);
+                      return n;
+                    });
                   }}
                 />{" "}
                 {t.name}
