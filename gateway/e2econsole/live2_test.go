@@ -253,6 +253,25 @@ func TestMailReplyLiveAndOnlyForItsCustomer(t *testing.T) {
 	}
 	screenshot(t, actx, "ticket-reply")
 
+	// The end user's message translated into the agent's language, changed
+	// to Spanish (the offline engine's pair).
+	var translated string
+	err = chromedp.Run(actx,
+		chromedp.Focus(`form.translate input.lang`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('form.translate input.lang').select()`, nil), // typing replaces it
+		chromedp.SendKeys(`form.translate input.lang`, "es", chromedp.ByQuery),
+		chromedp.Click(`form.translate button[type=submit]`, chromedp.ByQuery),
+		poll(`document.querySelector('[data-translation]') !== null`, 20*time.Second),
+		chromedp.Text(`[data-translation]`, &translated, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("translating the message: %v; %s", err, pageState(actx, abl))
+	}
+	if strings.TrimSpace(translated) == "" || strings.Contains(translated, "where can I download") {
+		t.Errorf("translation into es: %q", translated)
+	}
+	t.Logf("translated into es: %q", translated)
+
 	// Topics by hand: the agent picks Delivery instead; the message then
 	// shows it, set by an agent. Detecting again is asked for and said.
 	err = chromedp.Run(actx,

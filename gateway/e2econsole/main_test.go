@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 	// Mail in and out (live2_test.go): renewal keeps the subscriptions,
 	// importreply imports mails and sends replies through the fake Graph,
 	// the assistant prepares replies (its offline engine: no AI_BASE_URL).
-	s.Services = append(s.Services, "renewal", "importreply", "assistant")
+	// translation (its offline engine) translates a message into the
+	// agent's language.
+	s.Services = append(s.Services, "renewal", "importreply", "assistant", "translation")
 	s.Graph = []string{"mailingest", "renewal", "importreply"}
 	s.Env = map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s"}}
 	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
