@@ -18,8 +18,9 @@ import (
 var (
 	stk *stack.Stack
 	api *apicontract.Contract
-	// graph is the fake Microsoft Graph of mailingest (the admin pages
-	// connect a tenant and subscribe folders).
+	// graph is the fake Microsoft Graph: the admin pages connect a tenant
+	// and subscribe folders, the mail tests (live2_test.go) deliver mails
+	// into it and read sent replies from it.
 	graph *graphfake.Server
 )
 
@@ -31,7 +32,15 @@ func TestMain(m *testing.M) {
 	if _, ok := stack.LookupService("live"); ok {
 		services = append(services, "live")
 	}
-	s := e2ekit.Suite{Name: "e2econsole", Services: services, Graph: []string{"mailingest"}}
+	s := e2ekit.Suite{Name: "e2econsole", Services: services}
+	// Mail in and out (live2_test.go): renewal keeps the subscriptions,
+	// importreply imports mails and sends replies through the fake Graph,
+	// the assistant prepares replies (its offline engine: no AI_BASE_URL).
+	// translation (its offline engine) translates a message into the
+	// agent's language.
+	s.Services = append(s.Services, "renewal", "importreply", "assistant", "translation")
+	s.Graph = []string{"mailingest", "renewal", "importreply"}
+	s.Env = map[string][]string{"renewal": {"RENEWAL_INTERVAL=1s"}}
 	os.Exit(e2ekit.Main(m, s, func(r e2ekit.Running) {
 		stk, api, graph = r.Stack, r.Contract, r.Graph
 	}))

@@ -16,6 +16,8 @@ type Tenant struct {
 	AdminToken string
 	AgentToken string
 	CustomerID int64
+	// AgentEmail and AgentPassword sign the agent in elsewhere (a browser).
+	AgentEmail, AgentPassword string
 }
 
 // NewTenant bootstraps a customer named after label with an admin (`auth
@@ -41,6 +43,7 @@ func NewTenant(t *testing.T, stk *stack.Stack, c *Client, label string) Tenant {
 	WantStatus(t, c.Do(http.MethodPost, "/api/Accounts", tn.AdminToken,
 		map[string]string{"email": agentEmail, "password": agentPassword, "name": "Agent", "role": "agent"}), http.StatusCreated, nil)
 	tn.AgentToken = c.Login(agentEmail, agentPassword)
+	tn.AgentEmail, tn.AgentPassword = agentEmail, agentPassword
 	return tn
 }
 

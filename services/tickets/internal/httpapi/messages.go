@@ -56,6 +56,7 @@ type messageResponse struct {
 	SenderAccountID  *int64                 `json:"senderAccountID"`
 	Message          string                 `json:"message"`
 	Topics           []messageTopicResponse `json:"topics"`
+	TopicsSource     *string                `json:"topicsSource"`
 	AIReply          aiReplyResponse        `json:"aiReply"`
 	CustomFieldsData json.RawMessage        `json:"customFieldsData"`
 	IsEscalated      bool                   `json:"isEscalated"`
@@ -150,8 +151,18 @@ func toMessage(m tickets.Message) messageResponse {
 	}
 	return messageResponse{MessageID: m.ID, TicketID: m.TicketID, DateCreated: m.CreatedAt.UTC(), DateUpdated: m.UpdatedAt.UTC(),
 		SenderType: string(m.SenderType), SenderAccountID: m.SenderAccountID, Message: m.Text, Topics: topics,
-		AIReply: reply, CustomFieldsData: fields, IsEscalated: m.IsEscalated, Attachments: m.Attachments,
+		TopicsSource: topicsSource(m), AIReply: reply, CustomFieldsData: fields, IsEscalated: m.IsEscalated, Attachments: m.Attachments,
 		Mail: toMail(m.Mail), Delivery: toDelivery(m.Delivery)}
+}
+
+// topicsSource is who set the message's topics (manual, auto); nil when
+// it has none.
+func topicsSource(m tickets.Message) *string {
+	if len(m.Topics) == 0 || m.TopicsSource == "" {
+		return nil
+	}
+	s := m.TopicsSource
+	return &s
 }
 
 // createMessageRequest is POST /api/TicketMessages: ticketID for a

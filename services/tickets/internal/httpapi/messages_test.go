@@ -36,18 +36,22 @@ func TestMessageMailAndDeliveryMatchTheContract(t *testing.T) {
 	prepared := base
 	prepared.AIReply.Text, prepared.AIReply.Status, prepared.AIReply.CreatedAt = "Hi Ada", tickets.AIReplyPrepared, &at
 	prepared.AIReply.Provenance = &assistant.Provenance{Engine: "offline", Model: "bm25-v1"}
+	detected := base
+	detected.Topics = []tickets.MessageTopic{{ID: 7, TopicID: 8, TopicName: "Invoices"}}
+	detected.TopicsSource = tickets.SourceAuto
 	tests := []struct {
 		name string
 		m    tickets.Message
 		want []string
 	}{
-		{"plain", base, []string{`"mail":null`, `"delivery":null`,
+		{"plain", base, []string{`"mail":null`, `"delivery":null`, `"topics":[],"topicsSource":null`,
 			`"aiReply":{"text":null,"status":"none","dateCreated":null,"engine":null,"model":null}`}},
 		{"prepared by the assistant", prepared, []string{
 			`"aiReply":{"text":"Hi Ada","status":"prepared","dateCreated":"2025-03-04T05:06:07Z","engine":"offline","model":"bm25-v1"}`}},
 		{"from mail", fromMail, []string{`"mail":{"from":{"name":"Ada","address":"ada@example.com"},"to":[{"name":"","address":"s@shop.example"}],"cc":[],` +
 			`"subject":"Broken","internetMessageID":"\u003cm@x\u003e","receivedAt":"2025-03-04T05:05:07Z","html":"\u003cp\u003eIt broke.\u003c/p\u003e",` +
 			`"truncated":true,"skippedAttachments":[{"name":"big.iso","size":1073741824,"reason":"too-large"}]}`}},
+		{"topics detected", detected, []string{`"topics":[{"ticketMessageTopicID":7,"topicID":8,"topicName":"Invoices"}],"topicsSource":"auto"`}},
 		{"reply", reply, []string{`"delivery":{"status":"failed","attempts":3,"error":"mailbox full","dateUpdated":"2025-03-04T05:06:07Z"}`}},
 	}
 	for _, tt := range tests {

@@ -1963,6 +1963,11 @@ export interface components {
             senderAccountID: number | null;
             message: string;
             topics: components["schemas"]["TicketMessageTopic"][];
+            /**
+             * @description Who set the topics; manual (PUT .../topics) or auto (the assistant's detection); null when there are none.
+             * @enum {string|null}
+             */
+            topicsSource: "manual" | "auto" | null;
             aiReply: components["schemas"]["TicketMessageAIReply"];
             customFieldsData: {
                 [key: string]: unknown;

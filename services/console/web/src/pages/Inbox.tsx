@@ -191,11 +191,12 @@ function BulkBar(props: { ids: number[]; me: Me | null; accounts: Schemas["Accou
       )}
       {problem && (
         <p class="error" role="alert">
-          Nothing was changed: {problemText(problem)}
+          {/* The API's detail may say it already. */}
+          {/nothing was changed/i.test(problemText(problem)) ? problemText(problem) : `Nothing was changed: ${problemText(problem)}`}
           {problem.errors &&
             Object.entries(problem.errors).map(([field, msg]) => (
               <span key={field} class="field-error">
-                {" "}
+                <br />
                 {field === "ticketIDs" ? "Tickets" : field}: {msg}
               </span>
             ))}

@@ -3,7 +3,8 @@ import { api, apiFetch, asProblem, problemText, type Problem, type Schemas, type
 import type { Me } from "../App";
 import { live } from "../live";
 import { session } from "../session";
-import { linkTo } from "../router";
+import { linkTo, navigate } from "../router";
+import { MessageTopics, PromptDocuments, Translate } from "../components/MessageTools";
 
 type Status = Ticket["status"];
 
@@ -113,12 +114,13 @@ function PreparedReply(props: { m: TicketMessage; closed: boolean; onSent: () =>
         onInput={(e) => setText(e.currentTarget.value)}
         onKeyDown={(e) => {
           if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !busy && !props.closed) void send(!modified);
+          else if (e.key === "Escape") e.currentTarget.blur();
         }}
         aria-invalid={problem?.errors?.modifiedAnswer ? true : undefined}
         aria-describedby={`${id}-hint`}
       />
       <p id={`${id}-hint`} class="hint">
-        Ctrl+Enter sends.
+        Ctrl+Enter sends (as is when unchanged, else modified); Esc leaves the reply.
       </p>
       {problem?.errors?.modifiedAnswer && <p class="field-error">{problem.errors.modifiedAnswer}</p>}
       <div class="actions">
@@ -401,6 +403,26 @@ export function TicketView(props: { id: number; me: Me | null }) {
     document.getElementById("ticket-title")?.focus();
   }, [id]);
 
+  // r goes to the prepared reply (or the last message's escalation when
+  // none), u back to the inbox; Ctrl+Enter in the reply sends it.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement;
+      if (e.altKey || e.ctrlKey || e.metaKey || t.closest("input, select, textarea, button, summary")) return;
+      if (e.key === "r") {
+        const reply = document.querySelector<HTMLTextAreaElement>("form.reply textarea");
+        if (!reply) return;
+        e.preventDefault();
+        reply.focus();
+      } else if (e.key === "u") {
+        e.preventDefault();
+        navigate("/");
+      }
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, []);
+
   const [accounts, setAccounts] = useState<Schemas["Account"][]>([]);
   const admin = props.me?.account.role === "admin";
   useEffect(() => {
@@ -551,6 +573,9 @@ export function TicketView(props: { id: number; me: Me | null }) {
       <Summary id={id} />
 
       <h2>Thread</h2>
+      <p id="thread-keys" class="hint">
+        Keys: r goes to the prepared reply, Ctrl+Enter sends it, Esc leaves it, u goes back to the inbox.
+      </p>
       <ol class="thread">
         {messages.map((m) => (
           <li key={m.messageID} class={`message sender-${m.senderType.toLowerCase()}`} data-message-id={m.messageID}>
@@ -573,15 +598,20 @@ export function TicketView(props: { id: number; me: Me | null }) {
                 ))}
               </header>
               <MessageBody m={m} />
+              <Translate text={m.message} mid={m.messageID} />
+              {m.senderType === "EndUser" && <MessageTopics m={m} onChange={() => setReload((n) => n + 1)} />}
+              {m.senderType === "EndUser" && <PromptDocuments m={m} />}
               <Attachments m={m} onChange={() => setReload((n) => n + 1)} />
               <Delivery m={m} />
               {m.senderType === "EndUser" && m.aiReply.status === "pending" && (
                 <p class="hint">The assistant is preparing a reply…</p>
               )}
-              {m === replyTo && (m.aiReply.status === "prepared" || m.aiReply.status === "modified") && (
+              {/* modified: sent with the agent's changes (send-reply). */}
+              {m === replyTo && m.aiReply.status === "prepared" && (
                 <PreparedReply m={m} closed={ticket.isClosed} onSent={() => setReload((n) => n + 1)} />
               )}
               {m.senderType === "EndUser" && m.aiReply.status === "sent" && <p class="hint">Reply sent.</p>}
+              {m.senderType === "EndUser" && m.aiReply.status === "modified" && <p class="hint">Reply sent with changes.</p>}
               {m.senderType === "EndUser" && <Escalate m={m} me={props.me} onDone={() => setReload((n) => n + 1)} />}
             </article>
           </li>
