@@ -8,13 +8,13 @@
 package webapp
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"path"
 	"strings"
+
+	"supportplatform.dev/pkg/webfiles"
 )
 
 // Files are what the binary embeds: the build output.
@@ -25,26 +25,17 @@ var Files embed.FS
 // Root is the directory of the build inside Files.
 const Root = "dist"
 
-// encodings a file may be precompressed in, by preference: the first the
-// client accepts is sent.
-var encodings = []struct{ name, ext string }{{"br", ".br"}, {"gzip", ".gz"}}
-
-// file is one served file with its precompressed forms.
-type file struct {
-	contentType string
-	body        []byte
-	encoded     map[string][]byte // by Content-Encoding
-	etag        string            // of body; the encoding is appended for an encoded form
-	cache       string
-}
+// extensions of the precompressed forms the build writes next to each file,
+// by Content-Encoding.
+var extensions = map[string]string{"br": ".br", "gzip": ".gz"}
 
 // App is the build, read once at start.
 type App struct {
-	index *file
+	index *webfiles.File
 	// assets are under /assets/ by name (Vite puts the content hash in
 	// each name); root are the other files at the top (the icon).
-	assets map[string]*file
-	root   map[string]*file
+	assets map[string]*webfiles.File
+	root   map[string]*webfiles.File
 }
 
 // Cache-Control values: the page is revalidated on every load so that a new
@@ -61,29 +52,22 @@ func New(files fs.FS) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{assets: map[string]*file{}, root: map[string]*file{}}
+	a := &App{assets: map[string]*webfiles.File{}, root: map[string]*webfiles.File{}}
 	err = fs.WalkDir(dist, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || isEncoded(p) {
 			return err
 		}
-		f, err := load(dist, p)
-		if err != nil {
-			return err
-		}
 		switch dir, name := path.Split(p); {
 		case p == "index.html":
-			f.cache = cacheIndex
-			a.index = f
+			a.index, err = load(dist, p, cacheIndex)
 		case dir == "assets/":
-			f.cache = cacheImmutable
-			a.assets[name] = f
+			a.assets[name], err = load(dist, p, cacheImmutable)
 		case dir == "":
-			f.cache = cacheRoot
-			a.root[name] = f
+			a.root[name], err = load(dist, p, cacheRoot)
 		default:
 			return fmt.Errorf("webapp: unexpected file %s in the build", p)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -95,15 +79,16 @@ func New(files fs.FS) (*App, error) {
 }
 
 func isEncoded(p string) bool {
-	for _, e := range encodings {
-		if strings.HasSuffix(p, e.ext) {
+	for _, ext := range extensions {
+		if strings.HasSuffix(p, ext) {
 			return true
 		}
 	}
 	return false
 }
 
-func load(dist fs.FS, p string) (*file, error) {
+// load reads p and the precompressed forms the build made of it.
+func load(dist fs.FS, p, cache string) (*webfiles.File, error) {
 	body, err := fs.ReadFile(dist, p)
 	if err != nil {
 		return nil, err
@@ -112,11 +97,10 @@ func load(dist fs.FS, p string) (*file, error) {
 	if !ok {
 		return nil, fmt.Errorf("webapp: no content type for %s", p)
 	}
-	sum := sha256.Sum256(body)
-	f := &file{contentType: ct, body: body, encoded: map[string][]byte{}, etag: hex.EncodeToString(sum[:8])}
-	for _, e := range encodings {
-		if b, err := fs.ReadFile(dist, p+e.ext); err == nil {
-			f.encoded[e.name] = b
+	f := webfiles.New(ct, cache, body)
+	for name, ext := range extensions {
+		if b, err := fs.ReadFile(dist, p+ext); err == nil {
+			f.Encoded[name] = b
 		}
 	}
 	return f, nil

@@ -123,12 +123,12 @@ func TestInitialJavaScriptBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := 0
-	for _, src := range scriptSrc.FindAllSubmatch(app.index.body, -1) {
+	for _, src := range scriptSrc.FindAllSubmatch(app.index.Body, -1) {
 		f := app.assets[strings.TrimPrefix(string(src[1]), "/assets/")]
 		if f == nil {
 			t.Fatalf("the page loads %s, not in the build", src[1])
 		}
-		total += len(f.encoded["gzip"])
+		total += len(f.Encoded["gzip"])
 	}
 	if total == 0 || total > 250_000 {
 		t.Fatalf("initial JavaScript %d bytes gzipped, budget 250000", total)

@@ -7,15 +7,14 @@ package reference
 
 import (
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"path"
 	"strings"
+
+	"supportplatform.dev/pkg/webfiles"
 )
 
 // Files are what the binary embeds: the OpenAPI document (a copy of
@@ -32,22 +31,20 @@ const Base = "/docs"
 // SpecFile is the name of the embedded OpenAPI document.
 const SpecFile = "openapi.yaml"
 
-// asset is one file served under Base+"/assets/".
-type asset struct {
-	contentType string
-	body        []byte
-	gzipped     []byte // nil when compression does not pay
-	etag        string // strong, of the identity body; "-gzip" is added for the gzipped one
-	// immutable assets have the content hash in their name: any change
-	// gives a new URL, so browsers may keep them for a year.
-	immutable bool
-}
+// Cache-Control values: the page and the document are revalidated (ETag) so
+// that a new deployment is seen at once; assets with the content hash in
+// their name never change, so browsers may keep them for a year.
+const (
+	cacheRevalidate = "no-cache"
+	cacheImmutable  = "public, max-age=31536000, immutable"
+	cacheLicense    = "public, max-age=3600"
+)
 
 // Site is the page and its files, prepared once at start.
 type Site struct {
-	page   asset
-	spec   asset
-	assets map[string]*asset // by served file name
+	page   *webfiles.File
+	spec   *webfiles.File
+	assets map[string]*webfiles.File // by served file name
 	// names maps each page asset's source name to its served (hashed) name.
 	names map[string]string
 }
@@ -71,29 +68,28 @@ var licenseFiles = []string{
 
 // New prepares the site from files (Files in production).
 func New(files fs.FS) (*Site, error) {
-	s := &Site{assets: map[string]*asset{}, names: map[string]string{}}
+	s := &Site{assets: map[string]*webfiles.File{}, names: map[string]string{}}
 	for _, src := range pageAssets {
-		a, err := load(files, src)
+		a, err := load(files, src, cacheImmutable)
 		if err != nil {
 			return nil, err
 		}
-		a.immutable = true
-		name := hashedName(path.Base(src), a.etag)
+		name := hashedName(path.Base(src), a.ETag)
 		s.assets[name] = a
 		s.names[src] = name
 	}
 	for _, src := range licenseFiles {
-		a, err := load(files, src)
+		a, err := load(files, src, cacheLicense)
 		if err != nil {
 			return nil, err
 		}
 		s.assets[path.Base(src)] = a
 	}
-	spec, err := load(files, SpecFile)
+	spec, err := load(files, SpecFile, cacheRevalidate)
 	if err != nil {
 		return nil, err
 	}
-	s.spec = *spec
+	s.spec = spec
 
 	tmpl, err := template.ParseFS(files, "page/index.html.tmpl")
 	if err != nil {
@@ -113,7 +109,8 @@ func New(files fs.FS) (*Site, error) {
 	}); err != nil {
 		return nil, err
 	}
-	s.page = *newAsset("text/html; charset=utf-8", b.Bytes())
+	s.page = webfiles.New("text/html; charset=utf-8", cacheRevalidate, b.Bytes())
+	s.page.Gzip()
 	return s, nil
 }
 
@@ -126,7 +123,8 @@ func (s *Site) AssetURL(src string) string {
 	return ""
 }
 
-func load(files fs.FS, src string) (*asset, error) {
+// load reads src and gzips it now, when that pays.
+func load(files fs.FS, src, cache string) (*webfiles.File, error) {
 	body, err := fs.ReadFile(files, src)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w (run make docs-assets)", err)
@@ -135,7 +133,9 @@ func load(files fs.FS, src string) (*asset, error) {
 	if !ok {
 		ct = "text/plain; charset=utf-8" // LICENSE, NOTICE
 	}
-	return newAsset(ct, body), nil
+	f := webfiles.New(ct, cache, body)
+	f.Gzip()
+	return f, nil
 }
 
 var contentTypes = map[string]string{
@@ -144,22 +144,6 @@ var contentTypes = map[string]string{
 	".png":  "image/png",
 	".txt":  "text/plain; charset=utf-8",
 	".yaml": "application/yaml; charset=utf-8", // RFC 9512
-}
-
-func newAsset(contentType string, body []byte) *asset {
-	sum := sha256.Sum256(body)
-	a := &asset{contentType: contentType, body: body, etag: hex.EncodeToString(sum[:8])}
-	if strings.HasPrefix(contentType, "image/") || len(body) < 1024 {
-		return a
-	}
-	var z bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&z, gzip.DefaultCompression)
-	_, _ = w.Write(body)
-	_ = w.Close()
-	if z.Len() < len(body)*9/10 {
-		a.gzipped = z.Bytes()
-	}
-	return a
 }
 
 // hashedName puts hash before the extension: swagger-ui.css becomes

@@ -1,15 +1,12 @@
 package reference
 
 import (
-	"bytes"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"supportplatform.dev/pkg/apperr"
+	"supportplatform.dev/pkg/webfiles"
 )
 
 // Routes registers every route of the page. Each answers GET and HEAD, needs
@@ -17,7 +14,7 @@ import (
 // the security headers; anything else under /docs is the engine's 404
 // problem.
 func (s *Site) Routes(e *gin.Engine, handle func(func(*gin.Context) error) gin.HandlerFunc) {
-	g := e.Group(Base, securityHeaders)
+	g := e.Group(Base, webfiles.SecurityHeaders(ContentSecurityPolicy))
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		g.Handle(method, "", handle(s.servePage))
 		g.Handle(method, "/", handle(s.servePage))
@@ -33,26 +30,13 @@ func (s *Site) Routes(e *gin.Engine, handle func(func(*gin.Context) error) gin.H
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func securityHeaders(c *gin.Context) {
-	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", ContentSecurityPolicy)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	c.Next()
-}
-
 func (s *Site) servePage(c *gin.Context) error {
-	serve(c, &s.page, "no-cache")
+	webfiles.Serve(c.Writer, c.Request, s.page)
 	return nil
 }
 
-// serveSpec answers the OpenAPI document; browsers revalidate it (ETag) so
-// a new deployment's document is seen at once.
 func (s *Site) serveSpec(c *gin.Context) error {
-	serve(c, &s.spec, "no-cache")
+	webfiles.Serve(c.Writer, c.Request, s.spec)
 	return nil
 }
 
@@ -61,56 +45,6 @@ func (s *Site) serveAsset(c *gin.Context) error {
 	if !ok {
 		return apperr.E(apperr.NotFound, "no asset %q", c.Param("file"))
 	}
-	cache := "public, max-age=3600"
-	if a.immutable {
-		cache = "public, max-age=31536000, immutable"
-	}
-	serve(c, a, cache)
+	webfiles.Serve(c.Writer, c.Request, a)
 	return nil
-}
-
-// serve writes a, gzipped when the client accepts it and that pays;
-// http.ServeContent answers If-None-Match (304), HEAD and ranges.
-func serve(c *gin.Context, a *asset, cacheControl string) {
-	h := c.Writer.Header()
-	h.Set("Content-Type", a.contentType)
-	h.Set("Cache-Control", cacheControl)
-	body, etag := a.body, a.etag
-	if a.gzipped != nil {
-		h.Add("Vary", "Accept-Encoding")
-		if acceptsGzip(c.GetHeader("Accept-Encoding")) {
-			body, etag = a.gzipped, a.etag+"-gzip"
-			h.Set("Content-Encoding", "gzip")
-		}
-	}
-	h.Set("ETag", `"`+etag+`"`)
-	http.ServeContent(c.Writer, c.Request, "", time.Time{}, bytes.NewReader(body))
-}
-
-// acceptsGzip reports whether an Accept-Encoding header value allows gzip:
-// named, or covered by *, with a quality above zero.
-func acceptsGzip(header string) bool {
-	star := false
-	for _, part := range strings.Split(header, ",") {
-		name, params, _ := strings.Cut(part, ";")
-		allowed := qualityAboveZero(params)
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "gzip":
-			return allowed
-		case "*":
-			star = allowed
-		}
-	}
-	return star
-}
-
-func qualityAboveZero(params string) bool {
-	for _, p := range strings.Split(params, ";") {
-		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
-		if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && q > 0
-		}
-	}
-	return true
 }
