@@ -30,9 +30,9 @@ type File struct {
 	Encoded map[string][]byte
 }
 
-// Encodings a file may be compressed in, by preference: the first one the
+// encodings a file may be compressed in, by preference: the first one the
 // file has and the client accepts is sent.
-var Encodings = []string{"br", "gzip"}
+var encodings = []string{"br", "gzip"}
 
 // New returns the file of body with its ETag (a hash of body) and no
 // compressed form.
@@ -66,7 +66,7 @@ func Serve(w http.ResponseWriter, r *http.Request, f *File) {
 	if len(f.Encoded) > 0 {
 		h.Add("Vary", "Accept-Encoding")
 		accept := r.Header.Get("Accept-Encoding")
-		for _, name := range Encodings {
+		for _, name := range encodings {
 			if b, ok := f.Encoded[name]; ok && Accepts(accept, name) {
 				body, etag = b, f.ETag+"-"+name
 				h.Set("Content-Encoding", name)
