@@ -163,9 +163,19 @@ func TestAdminChannelsAndFolders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unsubscribe: %v; %s", err, pageState(bctx, bl))
 	}
-	if _, problems := bl.snapshot(); len(problems) > 0 {
+	if _, problems := bl.snapshot(); len(withoutCallbackIcon(problems)) > 0 {
 		t.Errorf("the pages reported problems:\n%s", strings.Join(problems, "\n"))
 	}
+}
+
+// withoutCallbackIcon drops the one expected problem of the connect flow:
+// the consent ends on the callback's JSON answer, a page without an icon,
+// for which Chromium may (or may not yet) ask /favicon.ico of the origin,
+// a path nothing serves.
+func withoutCallbackIcon(problems []string) []string {
+	return slices.DeleteFunc(slices.Clone(problems), func(p string) bool {
+		return strings.Contains(p, "/favicon.ico") && strings.Contains(p, "404")
+	})
 }
 
 // An admin creates a topic, an action and a document, links both to the
