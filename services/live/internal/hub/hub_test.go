@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"sync"
 	"testing"
 
 	"supportplatform.dev/pkg/apperr"
@@ -177,5 +178,32 @@ func TestBurstIsTakenAtOnce(t *testing.T) {
 	case <-s.Dropped():
 		t.Fatal("dropped at its buffer's size")
 	default:
+	}
+}
+
+// Streams opened at once: exactly the customer's limit get in, and the
+// replica's limit holds across customers.
+func TestStreamLimitsUnderConcurrentOpens(t *testing.T) {
+	h := started(hub.Limits{MaxStreams: 7, MaxStreamsPerCustomer: 5, Buffer: 1, Ring: 1})
+	var mu sync.Mutex
+	opened := map[int64]int{}
+	var wg sync.WaitGroup
+	for i := range 60 {
+		customer := int64(1 + i%2)
+		wg.Go(func() {
+			_, _, err := h.Subscribe(customer, 0)
+			if err != nil && !apperr.Is(err, apperr.RateLimited) {
+				t.Errorf("subscribe: %v", err)
+			}
+			if err == nil {
+				mu.Lock()
+				opened[customer]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if opened[1] > 5 || opened[2] > 5 || opened[1]+opened[2] != 7 {
+		t.Fatalf("opened %v: want at most 5 per customer and 7 in all", opened)
 	}
 }
