@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -67,6 +68,8 @@ type Deps struct {
 	workDone chan struct{}
 	relay    *outbox.Relay
 	work     []func(ctx context.Context)
+	// pooler is what DATABASE_URL reaches (DATABASE_POOLER).
+	pooler postgres.Pooler
 
 	// OutboxWake is what the service's store calls after committing
 	// events to the schema's outbox: the relay of this process when
@@ -111,11 +114,14 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 	}
 	var checks []httpserver.Check
 	if o.Schema != "" {
+		if d.pooler, err = postgres.ParsePooler(cfg.DatabasePooler); err != nil {
+			return nil, err
+		}
 		if cfg.DatabaseMaxConns < 0 || cfg.DatabaseMaxConns > 1000 {
 			return nil, fmt.Errorf("config: DATABASE_MAX_CONNS %d: want 0 (the service's default) to 1000", cfg.DatabaseMaxConns)
 		}
 		if d.DB, err = postgres.Open(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations,
-			MaxConns: int32(cmp.Or(cfg.DatabaseMaxConns, o.MaxConns))}, d.Log); err != nil {
+			MaxConns: int32(cmp.Or(cfg.DatabaseMaxConns, o.MaxConns)), Pooler: d.pooler}, d.Log); err != nil {
 			return nil, err
 		}
 		checks = append(checks, httpserver.Check{Name: "postgres", Check: d.DB.Ping})
@@ -141,6 +147,17 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 			return nil, errors.New("boot: an outbox needs a schema")
 		}
 		d.relay = outbox.NewRelay(d.DB, d.Bus, d.Log)
+		if d.pooler == postgres.PoolerTransaction {
+			// Behind a transaction pooler the LISTEN needs a session of
+			// its own, or there is none and the relay polls.
+			var listen func(ctx context.Context) (*pgx.Conn, error)
+			if url := d.sessionURL(); url != "" {
+				listen = func(ctx context.Context) (*pgx.Conn, error) {
+					return postgres.Connect(ctx, url, o.Schema, d.pooler)
+				}
+			}
+			d.relay.ListenOn(listen)
+		}
 		d.OutboxWake = d.relay.Wake
 	} else if d.DB != nil {
 		d.OutboxWake = outbox.Notify(d.DB, d.Log)
@@ -169,6 +186,26 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		}
 	}
 	return d, nil
+}
+
+// sessionURL is the connection that keeps a session (DATABASE_SESSION_URL,
+// or DATABASE_URL when no transaction pooler is in front), "" when there
+// is none.
+func (d *Deps) sessionURL() string {
+	return postgres.SessionURL(d.cfg.DatabaseURL, d.cfg.DatabaseSessionURL, d.pooler)
+}
+
+// SessionPool opens a pool of its own on the connection that keeps a
+// session, as the service's role in its schema, for session state held
+// across transactions (importreply's folder locks); the caller closes it.
+// Behind a transaction pooler without DATABASE_SESSION_URL it returns
+// postgres.ErrNoSession.
+func (d *Deps) SessionPool(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
+	url := d.sessionURL()
+	if url == "" {
+		return nil, postgres.ErrNoSession
+	}
+	return postgres.Open(ctx, postgres.Options{URL: url, Schema: d.opts.Schema, MaxConns: maxConns, Pooler: d.pooler}, d.Log)
 }
 
 // OpenServer opens what a service without PostgreSQL, Redis or NATS needs

@@ -168,11 +168,36 @@ type Relay struct {
 	// is being re-established) or a publish failed.
 	poll time.Duration
 	wake chan struct{}
+	// connect opens the connection the relay LISTENs on; nil: none (a
+	// transaction pooler has no sessions), the relay polls.
+	connect func(ctx context.Context) (*pgx.Conn, error)
 }
 
 // NewRelay returns a relay for the outbox table in db's search_path schema.
+// It LISTENs on a connection taken out of db; ListenOn changes that.
 func NewRelay(db *pgxpool.Pool, pub Publisher, log *slog.Logger) *Relay {
-	return &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second, wake: make(chan struct{}, 1)}
+	r := &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second, wake: make(chan struct{}, 1)}
+	r.connect = func(ctx context.Context) (*pgx.Conn, error) {
+		pc, err := r.db.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// The connection leaves the pool: a LISTEN must not be handed to
+		// another user of the pool, and a cancelled wait may leave it
+		// unusable.
+		return pc.Hijack(), nil
+	}
+	return r
+}
+
+// ListenOn makes the relay LISTEN on connections that connect opens (a
+// session of their own, when db goes through a transaction-mode pooler,
+// where a LISTEN is lost with the transaction); nil: no LISTEN, the relay
+// flushes on Wake and every poll interval only, so a writer of another
+// binary (Notify) waits up to a second.
+func (r *Relay) ListenOn(connect func(ctx context.Context) (*pgx.Conn, error)) *Relay {
+	r.connect = connect
+	return r
 }
 
 // Wake makes the relay flush now: the writers of its own process call it
@@ -190,6 +215,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	listenDone := make(chan struct{})
 	go func() {
 		defer close(listenDone)
+		if r.connect == nil {
+			r.log.InfoContext(ctx, "outbox relay: no session to LISTEN on; polling", "interval", r.poll.String())
+			return
+		}
 		r.listen(ctx, wake)
 	}()
 	defer func() { <-listenDone }()
@@ -225,13 +254,10 @@ func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 }
 
 func (r *Relay) listenOnce(ctx context.Context, wake chan<- struct{}) error {
-	pc, err := r.db.Acquire(ctx)
+	conn, err := r.connect(ctx)
 	if err != nil {
 		return err
 	}
-	// The connection leaves the pool: a LISTEN must not be handed to
-	// another user of the pool, and a cancelled wait may leave it unusable.
-	conn := pc.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
 	var channel string
 	if err := conn.QueryRow(ctx, `SELECT 'outbox_' || current_schema()`).Scan(&channel); err != nil {

@@ -381,3 +381,56 @@ func TestQueueWritesWithTheBatch(t *testing.T) {
 		t.Fatalf("outbox holds %v, want [q.1 q.2]", ids)
 	}
 }
+
+// Behind a transaction pooler the relay LISTENs on a session of its own
+// (ListenOn: DATABASE_SESSION_URL), not on a connection of its pool, and a
+// Notify sent through the pool still wakes it.
+func TestRunListensOnItsOwnSession(t *testing.T) {
+	e := setup(t)
+	url := e.db.Config().ConnConfig.ConnString()
+	dialed := make(chan struct{}, 8)
+	r := NewRelay(e.db, e.bus, quiet).ListenOn(func(ctx context.Context) (*pgx.Conn, error) {
+		dialed <- struct{}{}
+		return postgres.Connect(ctx, url, "obx", postgres.PoolerNone)
+	})
+	r.poll = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	notify := Notify(e.db, quiet)
+	for i := range 4 {
+		e.write(t, context.Background(), fmt.Sprint("s", i), false)
+		notify()
+		e.received(t, 1)
+	}
+	if len(dialed) != 1 {
+		t.Errorf("the relay opened %d listen connections, want 1", len(dialed))
+	}
+}
+
+// Without a session (ListenOn(nil)) the relay polls: a Notify wakes
+// nothing, the poll publishes.
+func TestRunWithoutASessionPolls(t *testing.T) {
+	e := setup(t)
+	r := NewRelay(e.db, e.bus, quiet).ListenOn(nil)
+	r.poll = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for i := range 3 {
+		e.write(t, context.Background(), fmt.Sprint("p", i), false)
+		e.received(t, 1)
+	}
+}

@@ -47,6 +47,8 @@ type Options struct {
 	// Migrations holds files named NNN_description.sql at its root.
 	Migrations fs.FS
 	MaxConns   int32
+	// Pooler is what URL reaches (DATABASE_POOLER); "" is PoolerNone.
+	Pooler Pooler
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -62,11 +64,10 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*pgxpool.Pool, erro
 			return nil, err
 		}
 	}
-	cfg, err := pgxpool.ParseConfig(o.URL)
+	cfg, err := poolConfig(o)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, err
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
 	// Queries made for a traced request or message become its child
 	// spans (the SQL text, never the arguments); others are not traced.
 	if telemetry.Recording() {
@@ -83,6 +84,12 @@ func Open(ctx context.Context, o Options, log *slog.Logger) (*pgxpool.Pool, erro
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", err)
+	}
+	if o.pooler() == PoolerTransaction {
+		if err := checkSchema(ctx, pool, o.Schema, cfg.ConnConfig.User, cfg.ConnConfig.Database); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	}
 	return pool, nil
 }
@@ -113,13 +120,19 @@ func Setup(ctx context.Context, o Options, log *slog.Logger) error {
 		// A service that runs with its own role only (production, after
 		// `<service> migrate` ran as the owner) has no right to create
 		// anything: when nothing is pending there is nothing to do.
-		if done, err := upToDate(ctx, o.URL, o.Schema, o.Migrations); err != nil {
+		if done, err := upToDate(ctx, o.URL, o.pooler(), o.Schema, o.Migrations); err != nil {
 			return err
 		} else if done {
 			return nil
 		}
 	}
-	conn, err := pgx.Connect(ctx, migrateURL)
+	// DATABASE_MIGRATE_URL reaches PostgreSQL directly; URL migrating
+	// itself may go through the pooler.
+	pooler := PoolerNone
+	if o.MigrateURL == "" {
+		pooler = o.pooler()
+	}
+	conn, err := connectPlain(ctx, migrateURL, pooler)
 	if err != nil {
 		return fmt.Errorf("postgres: connect to migrate: %w", err)
 	}
@@ -136,12 +149,12 @@ func Setup(ctx context.Context, o Options, log *slog.Logger) error {
 
 // upToDate reports whether every migration is recorded in the schema's
 // schema_migrations, reading it as the user of url.
-func upToDate(ctx context.Context, url, schema string, fsys fs.FS) (bool, error) {
+func upToDate(ctx context.Context, url string, p Pooler, schema string, fsys fs.FS) (bool, error) {
 	ms, err := readMigrations(fsys)
 	if err != nil {
 		return false, err
 	}
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := connectPlain(ctx, url, p)
 	if err != nil {
 		return false, fmt.Errorf("postgres: connect: %w", err)
 	}
@@ -171,6 +184,22 @@ func upToDate(ctx context.Context, url, schema string, fsys fs.FS) (bool, error)
 		}
 	}
 	return true, nil
+}
+
+// connectPlain connects to url for statements that qualify their names
+// (migrations, their bookkeeping), in an exec mode that works through the
+// pooler p.
+func connectPlain(ctx context.Context, url string, p Pooler) (*pgx.Conn, error) {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if p == PoolerTransaction {
+		if err := connConfig(cc, "", p); err != nil {
+			return nil, err
+		}
+	}
+	return pgx.ConnectConfig(ctx, cc)
 }
 
 // grantee is the runtime role Setup grants rights to.
@@ -289,11 +318,10 @@ func grantRuntime(ctx context.Context, tx pgx.Tx, schema string, g grantee) erro
 	if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&me); err != nil {
 		return err
 	}
-	if g.role == me {
-		return nil
-	}
-	if err := ensureRole(ctx, tx, g); err != nil {
-		return err
+	if g.role != me {
+		if err := ensureRole(ctx, tx, g); err != nil {
+			return err
+		}
 	}
 	var super, owner bool
 	err := tx.QueryRow(ctx, `SELECT r.rolsuper, n.nspowner = r.oid
@@ -301,7 +329,14 @@ func grantRuntime(ctx context.Context, tx pgx.Tx, schema string, g grantee) erro
 	if err != nil {
 		return fmt.Errorf("role %s: %w", g.role, err)
 	}
-	if super || owner {
+	if super {
+		// A superuser may serve several schemas; it keeps its own path.
+		return nil
+	}
+	if _, err := roleSearchPath(ctx, tx, schema, g.role); err != nil {
+		return err
+	}
+	if g.role == me || owner {
 		return nil
 	}
 	s, r := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{g.role}.Sanitize()

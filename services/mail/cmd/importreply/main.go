@@ -21,7 +21,6 @@ import (
 	"supportplatform.dev/pkg/boot"
 	"supportplatform.dev/pkg/config"
 	"supportplatform.dev/pkg/contracts"
-	pgpkg "supportplatform.dev/pkg/postgres"
 	"supportplatform.dev/services/mail/internal/graph"
 	"supportplatform.dev/services/mail/internal/importer"
 	"supportplatform.dev/services/mail/internal/mailboxlimit"
@@ -140,7 +139,9 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	// A held folder lock keeps its connection for the whole import: the
 	// locks get a pool of their own, one connection per concurrent import,
 	// so they never starve the queries.
-	lockPool, err := pgpkg.Open(ctx, pgpkg.Options{URL: cfg.DatabaseURL, Schema: postgres.Schema, MaxConns: int32(cfg.Concurrency)}, deps.Log)
+	// They are session locks: behind a transaction pooler the pool is
+	// on DATABASE_SESSION_URL (boot.Deps.SessionPool).
+	lockPool, err := deps.SessionPool(ctx, int32(cfg.Concurrency))
 	if err != nil {
 		return fmt.Errorf("lock pool: %w", err)
 	}
