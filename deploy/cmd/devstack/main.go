@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -135,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err := stack.EnsureInfra(ctx); err != nil {
 			return err
 		}
-		pkgs := append(stack.DebPackages(), splitFields(*aptPkgs)...)
+		pkgs := slices.Concat(stack.DebPackages(), stack.TestPackages, splitFields(*aptPkgs))
 		if err := stack.AptInstall(ctx, stdout, pkgs...); err != nil {
 			return err
 		}
