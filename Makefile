@@ -40,7 +40,7 @@ build: devstack
 traefik: devstack
 	$(DEVSTACK) traefik
 
-## infra: PostgreSQL, Redis, NATS up; Debian packages the services need installed
+## infra: PostgreSQL, Redis, NATS up; Debian packages the services need (and pgbouncer for the tests) installed
 infra: devstack
 	$(DEVSTACK) infra
 

@@ -6,7 +6,8 @@
 //	devstack build    build the service binaries and Traefik into bin/
 //	devstack traefik  make bin/traefik the pinned Traefik build
 //	devstack infra    make sure PostgreSQL, Redis and NATS answer and that
-//	                  the Debian packages the services need are installed
+//	                  the Debian packages the services need (and pgbouncer,
+//	                  for the tests) are installed
 //
 // Configuration (environment, read once):
 //
