@@ -34,6 +34,10 @@ type Suite struct {
 	// OTLPEndpoint, when set, turns tracing on in every service and in
 	// Traefik (stack.Options.OTLPEndpoint).
 	OTLPEndpoint string
+	// Database is an existing database for the stack, which the suite
+	// drops itself (a pooler in front of it is configured before the
+	// stack starts); "": a fresh one the stack drops.
+	Database string
 }
 
 // Running is a started suite, handed to the package before its tests run.
@@ -96,6 +100,7 @@ func Main(m *testing.M, s Suite, ready func(Running)) int {
 		Log:       stack.SyncWriter(&stackLog),
 		LogLevel:  "debug",
 		Infra:     s.Infra,
+		Database:  s.Database,
 		Demo: &stack.Account{Customer: s.Name + " E2E", Email: label + "-e2e@example.com", Password: "pw-" + randid.Hex(12),
 			Name: label + " Admin"},
 		OTLPEndpoint: s.OTLPEndpoint,
