@@ -88,7 +88,12 @@ func (d *Deps) Go(fn func(ctx context.Context)) { d.work = append(d.work, fn) }
 // only (the `migrate` subcommand).
 func Migrate(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) error {
 	log := logging.New(stdout, cfg.LogLevel, o.Service)
-	return postgres.Setup(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations}, log)
+	pooler, err := postgres.ParsePooler(cfg.DatabasePooler)
+	if err != nil {
+		return err
+	}
+	return postgres.Setup(ctx, postgres.Options{URL: cfg.DatabaseURL, MigrateURL: cfg.DatabaseMigrateURL, Schema: o.Schema, Migrations: o.Migrations,
+		Pooler: pooler}, log)
 }
 
 // Open connects everything; on error what was opened is closed again.
