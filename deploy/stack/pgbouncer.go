@@ -152,15 +152,14 @@ log_disconnections = 0
 	if err != nil {
 		return err
 	}
+	// Ready when the admin console answers: a check as one of the users
+	// would open a server connection for it, which keeps the session
+	// defaults (search_path) the role had then.
 	return p.proc.waitReady(ctx, 30*time.Second, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, p.URL(o.Users[0]))
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		return conn.Ping(ctx)
+		_, err := p.Pools(ctx)
+		return err
 	})
 }
 

@@ -96,7 +96,7 @@ func checkSchema(ctx context.Context, q interface {
 		if current != nil {
 			got = *current
 		}
-		return fmt.Errorf("postgres: behind a transaction pooler the search_path is the role's: role %s in database %s resolves names in schema %s, want %s (ALTER ROLE %s IN DATABASE %s SET search_path TO %s)",
+		return fmt.Errorf("postgres: behind a transaction pooler the search_path is the role's: role %s in database %s resolves names in schema %s, want %s (ALTER ROLE %s IN DATABASE %s SET search_path TO %s; server connections the pooler opened before keep the old path until it replaces them: RECONNECT on its admin console)",
 			user, database, got, schema, pgx.Identifier{user}.Sanitize(), pgx.Identifier{database}.Sanitize(), pgx.Identifier{schema}.Sanitize())
 	}
 	return nil
