@@ -83,11 +83,11 @@ type ticket struct {
 }
 
 const (
-	tenants           = 6 // concurrent workers, a customer each
+	tenants           = 8 // concurrent workers, a customer each
 	topicsPerTenant   = 4
 	ticketsPerTenant  = 6
 	mails             = 8 // into one subscribed mailbox at once
-	pagesPerTenant    = 10
+	pagesPerTenant    = 15
 	messagesPerTicket = 2
 )
 
@@ -190,7 +190,7 @@ func TestMainRoutesThroughPgBouncer(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "through pgbouncer %s in transaction mode (default_pool_size %d): %d requests in %s (%.0f/s), %d errors; %d events on NATS\n",
 		pgb.Addr, poolSize, ct.requests.Load(), elapsed.Round(time.Millisecond), float64(ct.requests.Load())/elapsed.Seconds(), ct.errors.Load(), events)
-	fmt.Fprintf(&report, "SHOW POOLS sampled %d times; per pool (\"\" transaction, \"_session\" session alias): peak server connections / peak clients linked or waiting:\n", pk.samples)
+	fmt.Fprintf(&report, "SHOW POOLS sampled %d times; per pool (\"\" transaction, \"_session\" session alias): peak server connections / peak client connections (active or waiting):\n", pk.samples)
 	for _, k := range keys {
 		fmt.Fprintf(&report, "  %-24s %d / %d\n", k, pk.servers[k], pk.clients[k])
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -24,14 +25,32 @@ const (
 	PoolTimeout  = 2 * time.Second
 )
 
-// Open parses url (redis://host:port/db), connects and pings.
+// Open parses url, connects and pings. url is a Redis server
+// (redis://[:password@]host:port/db, rediss:// for TLS), or, with a
+// master_name parameter, Redis Sentinel: the URL names a sentinel, more
+// of them come as addr parameters, the master's password as password
+// (the userinfo is the sentinels'), e.g.
+// redis://sentinel-0:26379/0?master_name=sp&addr=sentinel-1:26379&addr=sentinel-2:26379&password=PW.
+// The client then asks the sentinels for the master and follows a
+// failover.
 func Open(ctx context.Context, url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("redis: parse url: %w", err)
+	var c *redis.Client
+	var where string
+	if failover(url) {
+		fo, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redis: parse url: %w", err)
+		}
+		failFastFailover(fo)
+		c, where = redis.NewFailoverClient(fo), fmt.Sprintf("master %s of sentinels %v", fo.MasterName, fo.SentinelAddrs)
+	} else {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redis: parse url: %w", err)
+		}
+		FailFast(opt)
+		c, where = redis.NewClient(opt), opt.Addr
 	}
-	FailFast(opt)
-	c := redis.NewClient(opt)
 	// Commands become spans of the request or message they serve; their
 	// arguments (keys with e-mail addresses, tokens) stay out of them.
 	if telemetry.Recording() {
@@ -42,9 +61,25 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	}
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("redis: ping %s: %w", opt.Addr, err)
+		return nil, fmt.Errorf("redis: ping %s: %w", where, err)
 	}
 	return c, nil
+}
+
+// failover reports whether url names Redis Sentinel (a master_name
+// parameter).
+func failover(url string) bool {
+	u, err := neturl.Parse(url)
+	return err == nil && u.Query().Has("master_name")
+}
+
+// failFastFailover is FailFast for a Sentinel client.
+func failFastFailover(fo *redis.FailoverOptions) {
+	opt := redis.Options{DialTimeout: fo.DialTimeout, ReadTimeout: fo.ReadTimeout, WriteTimeout: fo.WriteTimeout,
+		PoolTimeout: fo.PoolTimeout, MaxRetries: fo.MaxRetries, DialerRetries: fo.DialerRetries, DialerRetryTimeout: fo.DialerRetryTimeout}
+	FailFast(&opt)
+	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout, fo.PoolTimeout = opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout
+	fo.MaxRetries, fo.DialerRetries, fo.DialerRetryTimeout = opt.MaxRetries, opt.DialerRetries, opt.DialerRetryTimeout
 }
 
 // FailFast sets the timeouts opt leaves at zero, and one retry: a command
