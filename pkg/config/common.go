@@ -15,7 +15,7 @@ type Common struct {
 	DatabaseMaxConns   int           `env:"DATABASE_MAX_CONNS" default:"0" desc:"largest number of connections of the service's pool; 0 = the service's default (tickets 8, the others the larger of 4 and the CPU count); pool_max_conns in DATABASE_URL also sets it"`
 	DatabasePooler     string        `env:"DATABASE_POOLER" default:"none" desc:"what DATABASE_URL reaches: none (PostgreSQL) or transaction (PgBouncer or another pooler in transaction mode: no named prepared statements, the search_path from the role's setting, no LISTEN or session lock on DATABASE_URL)"`
 	DatabaseSessionURL string        `env:"DATABASE_SESSION_URL" default:"" desc:"connection keeping a session (PostgreSQL or a session-mode pooler, as DATABASE_URL's role) for the outbox relay's LISTEN and importreply's folder locks; empty = DATABASE_URL, or with DATABASE_POOLER=transaction none (relays poll each second, importreply refuses to start)"`
-	RedisURL           string        `env:"REDIS_URL" default:"redis://127.0.0.1:6379/0" desc:"Redis for revocations, rate limits and caches"`
+	RedisURL           string        `env:"REDIS_URL" default:"redis://127.0.0.1:6379/0" desc:"Redis for revocations, rate limits and caches; with master_name=..., Redis Sentinel (deploy/README.md)"`
 	RedisPrefix        string        `env:"REDIS_PREFIX" default:"sp:" desc:"prefix of every Redis key (isolates deployments and tests)"`
 	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
 	NATSPrefix         string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
