@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,6 +130,10 @@ func start(t *testing.T, lim hub.Limits, tune func(*httpapi.Handlers)) *env {
 	}
 	e.api = httpapi.New(srv, h, e.tokens, e.revoke, streamticket.New(rdb, prefix, 30*time.Second, e.clock.now), src, eventstream.ErrGone)
 	e.api.Now = e.clock.now
+	// The streams' supervisor ends with the test.
+	closing := make(chan struct{})
+	e.api.Closing = closing
+	t.Cleanup(func() { close(closing) })
 	if tune != nil {
 		tune(e.api)
 	}
@@ -176,6 +182,8 @@ type stream struct {
 	t      *testing.T
 	resp   *http.Response
 	frames chan frame
+	// pings counts the heartbeat comments.
+	pings atomic.Int64
 }
 
 // open opens the stream with the given request headers and query.
@@ -226,6 +234,8 @@ func (e *env) open(query string, header map[string]string) (*stream, *http.Respo
 				f.event = line[7:]
 			case strings.HasPrefix(line, "data: "):
 				f.data = line[6:]
+			case line == ": ping":
+				s.pings.Add(1)
 			}
 		}
 	}()
@@ -473,6 +483,70 @@ func TestTokenExpiryAndRevocationCloseTheStream(t *testing.T) {
 		t.Fatalf("got %+v", f)
 	}
 	r.ended()
+}
+
+// Every heartbeat sends a comment; the stream ends with `reconnect` before
+// its request's time budget runs out.
+func TestHeartbeatAndTimeBudget(t *testing.T) {
+	e := start(t, defaults, func(h *httpapi.Handlers) { h.Heartbeat = 20 * time.Millisecond })
+	tok, _ := e.tokens.token(1, 2*time.Hour)
+	s := e.mustOpen("", bearer(tok))
+	deadline := time.Now().Add(5 * time.Second)
+	for s.pings.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings in 5 s at a 20 ms heartbeat", s.pings.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seq := e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 6})
+	s.want(seq, contracts.EventTicketCreated)
+	// The request's budget is the server's default (a minute); the
+	// stream ends 2 s before it.
+	e.clock.advance(httpserver.DefaultRequestTimeout - time.Second)
+	if f := s.next(); f.event != "reconnect" {
+		t.Fatalf("got %+v, want reconnect", f)
+	}
+	s.ended()
+}
+
+// An idle stream on a connection taken over holds no goroutine: neither
+// the server's connection goroutine nor one of its own (10,000 idle
+// streams on a replica).
+func TestIdleStreamsHoldNoGoroutine(t *testing.T) {
+	e := start(t, hub.Limits{MaxStreams: 100, MaxStreamsPerCustomer: 100, Buffer: 16, Ring: 16}, nil)
+	const n = 40
+	count := func() int {
+		buf := make([]byte, 1<<22)
+		dump := string(buf[:runtime.Stack(buf, true)])
+		held := 0
+		for _, g := range strings.Split(dump, "\n\n") {
+			if strings.Contains(g, "live/internal/httpapi.") || strings.Contains(g, "net/http.(*conn).serve") {
+				held++
+			}
+		}
+		return held
+	}
+	before := count()
+	var streams []*stream
+	for range n {
+		tok, _ := e.tokens.token(1, time.Hour)
+		streams = append(streams, e.mustOpen("", bearer(tok)))
+	}
+	// Each got its start; then an event, so that every stream has
+	// written since it was opened.
+	seq := e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 7})
+	for _, s := range streams {
+		s.want(seq, contracts.EventTicketCreated)
+	}
+	// The goroutines that wrote the event end on their own (the
+	// supervisor of the streams' deadlines stays).
+	deadline := time.Now().Add(5 * time.Second)
+	for count() > before+1+n/10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d server goroutines with %d idle streams open, %d before", count(), n, before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestTooManyStreamsIs429(t *testing.T) {
