@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -70,6 +71,7 @@ type env struct {
 	revoke  *authn.Revocations
 	clock   *clock
 	api     *httpapi.Handlers
+	hub     *hub.Hub
 	h2      *httptest.Server
 }
 
@@ -116,6 +118,7 @@ func start(t *testing.T, lim hub.Limits, tune func(*httpapi.Handlers)) *env {
 	e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 1})
 
 	h := hub.New(lim)
+	e.hub = h
 	src := eventstream.New(bus.JS, names, log)
 	stop, err := src.Follow(ctx, h)
 	if err != nil {
@@ -546,6 +549,44 @@ func TestIdleStreamsHoldNoGoroutine(t *testing.T) {
 			t.Fatalf("%d server goroutines with %d idle streams open, %d before", count(), n, before)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A console that closed its side of the connection is noticed at the
+// stream's next heartbeat, though the ping could still be written: the
+// stream ends and frees its place.
+func TestStreamOfAClosedConnectionEnds(t *testing.T) {
+	e := start(t, defaults, func(h *httpapi.Handlers) { h.Heartbeat = 20 * time.Millisecond })
+	tok, _ := e.tokens.token(1, time.Hour)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /api/live/events HTTP/1.1\r\nHost: live\r\nAuthorization: Bearer "+tok+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	if status, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("status %q %v", status, err)
+	}
+	if e.hub.Streams() != 1 {
+		t.Fatalf("%d streams open", e.hub.Streams())
+	}
+	// Sending nothing more, but reading on.
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatalf("the stream did not end: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.hub.Streams() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams open after the console went away", e.hub.Streams())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

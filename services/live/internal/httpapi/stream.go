@@ -275,13 +275,17 @@ func (st *stream) send(events []hub.Event, state hub.State, fired bool) bool {
 		case !now.Before(st.end):
 			return last("reconnect", `{}`)
 		case !now.Before(st.beat):
+			// A console that went away, at the latest here. (A write
+			// to a connection closed by its peer may still succeed.)
+			if st.out.gone() {
+				return false
+			}
 			ctx, cancel := context.WithTimeout(st.ctx, 2*time.Second)
 			revoked, err := st.h.revocations.Revoked(ctx, st.p.TokenID, st.p.AccountID, st.p.IssuedAt)
 			cancel()
 			if err == nil && revoked {
 				return last("expired", `{"reason":"revoked"}`)
 			}
-			// A client that went away shows here at the latest.
 			b = append(b, ": ping\n\n"...)
 			st.beat = now.Add(st.h.Heartbeat)
 		}
@@ -308,7 +312,11 @@ func frame[D string | []byte](b []byte, id uint64, typ string, data D) []byte {
 }
 
 // sink is where a stream's frames go, each at once.
-type sink interface{ write(b []byte) error }
+type sink interface {
+	write(b []byte) error
+	// gone reports whether the client closed its side.
+	gone() bool
+}
 
 // writerSink writes to the handler's ResponseWriter.
 type writerSink struct {
@@ -316,6 +324,9 @@ type writerSink struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 }
+
+// gone: the handler's request context ends when the client goes away.
+func (s *writerSink) gone() bool { return false }
 
 func (s *writerSink) write(b []byte) error {
 	// Not every ResponseWriter supports deadlines (tests' recorders):
@@ -346,6 +357,8 @@ func (s *connSink) start(h http.Header) error {
 	}
 	return s.raw(append(w.b, "\r\n"...))
 }
+
+func (s *connSink) gone() bool { return peerClosed(s.conn) }
 
 func (s *connSink) write(b []byte) error {
 	chunk := make([]byte, 0, len(b)+16)
