@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -587,6 +588,63 @@ func TestStreamOfAClosedConnectionEnds(t *testing.T) {
 			t.Fatalf("%d streams open after the console went away", e.hub.Streams())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A console that reads nothing is dropped once its connection is full and
+// LIVE_BUFFER events wait for it; the customer's other stream gets every
+// event meanwhile, and publishing never waits for the slow one.
+func TestSlowStreamIsDroppedWithoutHoldingUpOthers(t *testing.T) {
+	e := start(t, defaults, func(h *httpapi.Handlers) { h.WriteTimeout = 300 * time.Millisecond })
+	var drops atomic.Int64
+	e.hub.OnDrop(func() { drops.Add(1) })
+	tok, _ := e.tokens.token(1, time.Hour)
+	fast := e.mustOpen("", bearer(tok))
+	// The slow console: a small receive buffer, and it never reads.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	slow, err := d.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := io.WriteString(slow, "GET /api/live/events HTTP/1.1\r\nHost: live\r\nAuthorization: Bearer "+tok+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.hub.Streams() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams open", e.hub.Streams())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// 32 KB events, each taken by the fast console before the next; the
+	// slow one's connection fills (a few MB at most) and its events wait.
+	pad := strings.Repeat("x", 32<<10)
+	const n = 400
+	for i := range n {
+		seq := uint64(1000 + i)
+		e.hub.Publish(hub.Event{Seq: seq, CustomerID: 1, Type: contracts.EventTicketUpdated,
+			Data: []byte(`{"type":"ticket.updated","pad":"` + pad + `"}`)})
+		if f := fast.next(); f.id != strconv.FormatUint(seq, 10) {
+			t.Fatalf("event %d: the fast stream got %q, want %d", i, f.id, seq)
+		}
+	}
+	if drops.Load() != 1 || e.hub.Streams() != 1 {
+		t.Fatalf("%d drops, %d streams open; want the slow stream dropped", drops.Load(), e.hub.Streams())
+	}
+	// The fast one goes on.
+	e.hub.Publish(hub.Event{Seq: 2000, CustomerID: 1, Type: contracts.EventTicketCreated, Data: []byte(`{"type":"ticket.created"}`)})
+	fast.want(2000, contracts.EventTicketCreated)
+	// The slow one's connection was closed.
+	_ = slow.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, slow); err != nil {
+		t.Fatalf("the slow stream's connection: %v", err)
 	}
 }
 
