@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -204,7 +205,11 @@ func (st *stream) open(replay []hub.Event, reset bool) bool {
 	if err := st.out.write(b); err != nil {
 		return true
 	}
-	st.beat = st.h.Now().Add(st.h.Heartbeat)
+	// The first heartbeat comes after half to all of the interval:
+	// streams opened together (the consoles of a replica that went away
+	// reconnecting) do not all check their tokens in the same instant.
+	hb := st.h.Heartbeat
+	st.beat = st.h.Now().Add(hb/2 + rand.N(hb/2+1))
 	st.schedule()
 	// Whatever came since the subscription (or a shutdown).
 	return st.drain()
