@@ -27,6 +27,9 @@ const (
 	liveIdleRSSMB   = 200
 	// liveIdleWait is well within a stream's life (REQUEST_TIMEOUT).
 	liveIdleWait = 20 * time.Second
+	// liveDrainWait covers two heartbeats (LIVE_HEARTBEAT): a stream
+	// whose client went away ends at its next one.
+	liveDrainWait = 40 * time.Second
 )
 
 func liveFanoutCase() *benchCase {
@@ -165,10 +168,16 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 	}
 
 	// Idle streams, straight to the service (the client holds one
-	// connection each).
+	// connection each). The streams of the fan-out were closed by their
+	// client; the service notices at their next heartbeat. The figures
+	// before are read once they are gone.
 	pid, ok := e.Stack.PIDs()["live"]
 	if !ok {
 		return lines, errors.New("live is not running")
+	}
+	metrics := e.MetricsURL["live"]
+	if err := awaitGauge(ctx, metrics, "live_streams_open", 0, liveDrainWait); err != nil {
+		return lines, fmt.Errorf("the fan-out's streams: %w", err)
 	}
 	before := memKB(pid, "status", "VmRSS:")
 	start := time.Now()
@@ -185,9 +194,24 @@ func liveFanout(ctx context.Context, e *benchEnv) ([]string, error) {
 	case <-ctx.Done():
 		return lines, ctx.Err()
 	}
-	rss := memKB(pid, "status", "VmRSS:")
-	lines = append(lines, fmt.Sprintf("%d idle streams (opened in %s): live RSS %d MB after %s idle (%d MB once opened, %d MB before)",
-		liveIdleStreams, opened.Round(time.Millisecond), rss/1024, liveIdleWait, atOpen/1024, before/1024))
+	rss, anon := memKB(pid, "status", "VmRSS:"), memKB(pid, "status", "RssAnon:")
+	// Where it goes: the Go runtime's own figures (the rest of the RSS is
+	// the binary's mapped file and the runtime's free pages).
+	var figures [4]float64
+	for i, name := range []string{"live_streams_open", "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes"} {
+		v, err := counter(ctx, metrics, name)
+		if err != nil {
+			return lines, err
+		}
+		figures[i] = v
+	}
+	if int(figures[0]) != liveIdleStreams {
+		return lines, fmt.Errorf("live has %v streams open, want %d", figures[0], liveIdleStreams)
+	}
+	lines = append(lines, fmt.Sprintf("%d idle streams (opened in %s): live RSS %d MB after %s idle (%d MB anonymous; %d MB once opened, %d MB before: %.1f KB a stream); "+
+		"%v goroutines, heap in use %.1f MB, stacks %.1f MB",
+		liveIdleStreams, opened.Round(time.Millisecond), rss/1024, liveIdleWait, anon/1024, atOpen/1024, before/1024,
+		float64(rss-before)/liveIdleStreams, figures[1], figures[2]/(1<<20), figures[3]/(1<<20)))
 	if rss/1024 >= liveIdleRSSMB {
 		failed = append(failed, fmt.Sprintf("live RSS %d MB with %d streams is not under %d MB", rss/1024, liveIdleStreams, liveIdleRSSMB))
 	}
@@ -254,6 +278,28 @@ func fanout(ctx context.Context, e *benchEnv, hc *http.Client, base string, chan
 	slices.Sort(spread)
 	slices.Sort(endToEnd)
 	return spread, endToEnd, opened, nil
+}
+
+// awaitGauge waits until the metric name at url reads want.
+func awaitGauge(ctx context.Context, url, name string, want float64, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		v, err := counter(ctx, url, name)
+		if err != nil {
+			return err
+		}
+		if v == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is %v after %s, want %v", name, v, wait, want)
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // complete counts the events that reached every stream.

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +72,7 @@ type env struct {
 	revoke  *authn.Revocations
 	clock   *clock
 	api     *httpapi.Handlers
+	hub     *hub.Hub
 	h2      *httptest.Server
 }
 
@@ -114,6 +119,7 @@ func start(t *testing.T, lim hub.Limits, tune func(*httpapi.Handlers)) *env {
 	e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 1})
 
 	h := hub.New(lim)
+	e.hub = h
 	src := eventstream.New(bus.JS, names, log)
 	stop, err := src.Follow(ctx, h)
 	if err != nil {
@@ -128,6 +134,10 @@ func start(t *testing.T, lim hub.Limits, tune func(*httpapi.Handlers)) *env {
 	}
 	e.api = httpapi.New(srv, h, e.tokens, e.revoke, streamticket.New(rdb, prefix, 30*time.Second, e.clock.now), src, eventstream.ErrGone)
 	e.api.Now = e.clock.now
+	// The streams' supervisor ends with the test.
+	closing := make(chan struct{})
+	e.api.Closing = closing
+	t.Cleanup(func() { close(closing) })
 	if tune != nil {
 		tune(e.api)
 	}
@@ -176,6 +186,8 @@ type stream struct {
 	t      *testing.T
 	resp   *http.Response
 	frames chan frame
+	// pings counts the heartbeat comments.
+	pings atomic.Int64
 }
 
 // open opens the stream with the given request headers and query.
@@ -226,6 +238,8 @@ func (e *env) open(query string, header map[string]string) (*stream, *http.Respo
 				f.event = line[7:]
 			case strings.HasPrefix(line, "data: "):
 				f.data = line[6:]
+			case line == ": ping":
+				s.pings.Add(1)
 			}
 		}
 	}()
@@ -473,6 +487,165 @@ func TestTokenExpiryAndRevocationCloseTheStream(t *testing.T) {
 		t.Fatalf("got %+v", f)
 	}
 	r.ended()
+}
+
+// Every heartbeat sends a comment; the stream ends with `reconnect` before
+// its request's time budget runs out.
+func TestHeartbeatAndTimeBudget(t *testing.T) {
+	e := start(t, defaults, func(h *httpapi.Handlers) { h.Heartbeat = 20 * time.Millisecond })
+	tok, _ := e.tokens.token(1, 2*time.Hour)
+	s := e.mustOpen("", bearer(tok))
+	deadline := time.Now().Add(5 * time.Second)
+	for s.pings.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings in 5 s at a 20 ms heartbeat", s.pings.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seq := e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 6})
+	s.want(seq, contracts.EventTicketCreated)
+	// The request's budget is the server's default (a minute); the
+	// stream ends 2 s before it.
+	e.clock.advance(httpserver.DefaultRequestTimeout - time.Second)
+	if f := s.next(); f.event != "reconnect" {
+		t.Fatalf("got %+v, want reconnect", f)
+	}
+	s.ended()
+}
+
+// An idle stream on a connection taken over holds no goroutine: neither
+// the server's connection goroutine nor one of its own (10,000 idle
+// streams on a replica).
+func TestIdleStreamsHoldNoGoroutine(t *testing.T) {
+	e := start(t, hub.Limits{MaxStreams: 100, MaxStreamsPerCustomer: 100, Buffer: 16, Ring: 16}, nil)
+	const n = 40
+	count := func() int {
+		buf := make([]byte, 1<<22)
+		dump := string(buf[:runtime.Stack(buf, true)])
+		held := 0
+		for _, g := range strings.Split(dump, "\n\n") {
+			if strings.Contains(g, "live/internal/httpapi.") || strings.Contains(g, "net/http.(*conn).serve") {
+				held++
+			}
+		}
+		return held
+	}
+	before := count()
+	var streams []*stream
+	for range n {
+		tok, _ := e.tokens.token(1, time.Hour)
+		streams = append(streams, e.mustOpen("", bearer(tok)))
+	}
+	// Each got its start; then an event, so that every stream has
+	// written since it was opened.
+	seq := e.publish(1, contracts.EventTicketCreated, contracts.TicketChanged{TicketID: 7})
+	for _, s := range streams {
+		s.want(seq, contracts.EventTicketCreated)
+	}
+	// The goroutines that wrote the event end on their own (the
+	// supervisor of the streams' deadlines stays).
+	deadline := time.Now().Add(5 * time.Second)
+	for count() > before+1+n/10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d server goroutines with %d idle streams open, %d before", count(), n, before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A console that closed its side of the connection is noticed at the
+// stream's next heartbeat, though the ping could still be written: the
+// stream ends and frees its place.
+func TestStreamOfAClosedConnectionEnds(t *testing.T) {
+	e := start(t, defaults, func(h *httpapi.Handlers) { h.Heartbeat = 20 * time.Millisecond })
+	tok, _ := e.tokens.token(1, time.Hour)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /api/live/events HTTP/1.1\r\nHost: live\r\nAuthorization: Bearer "+tok+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	if status, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+		t.Fatalf("status %q %v", status, err)
+	}
+	if e.hub.Streams() != 1 {
+		t.Fatalf("%d streams open", e.hub.Streams())
+	}
+	// Sending nothing more, but reading on.
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatalf("the stream did not end: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.hub.Streams() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams open after the console went away", e.hub.Streams())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A console that reads nothing is dropped once its connection is full and
+// LIVE_BUFFER events wait for it; the customer's other stream gets every
+// event meanwhile, and publishing never waits for the slow one.
+func TestSlowStreamIsDroppedWithoutHoldingUpOthers(t *testing.T) {
+	e := start(t, defaults, func(h *httpapi.Handlers) { h.WriteTimeout = 300 * time.Millisecond })
+	var drops atomic.Int64
+	e.hub.OnDrop(func() { drops.Add(1) })
+	tok, _ := e.tokens.token(1, time.Hour)
+	fast := e.mustOpen("", bearer(tok))
+	// The slow console: a small receive buffer, and it never reads.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	slow, err := d.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := io.WriteString(slow, "GET /api/live/events HTTP/1.1\r\nHost: live\r\nAuthorization: Bearer "+tok+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.hub.Streams() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams open", e.hub.Streams())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// 32 KB events, each taken by the fast console before the next; the
+	// slow one's connection fills (a few MB at most) and its events wait.
+	pad := strings.Repeat("x", 32<<10)
+	const n = 400
+	for i := range n {
+		seq := uint64(1000 + i)
+		e.hub.Publish(hub.Event{Seq: seq, CustomerID: 1, Type: contracts.EventTicketUpdated,
+			Data: []byte(`{"type":"ticket.updated","pad":"` + pad + `"}`)})
+		if f := fast.next(); f.id != strconv.FormatUint(seq, 10) {
+			t.Fatalf("event %d: the fast stream got %q, want %d", i, f.id, seq)
+		}
+	}
+	if drops.Load() != 1 || e.hub.Streams() != 1 {
+		t.Fatalf("%d drops, %d streams open; want the slow stream dropped", drops.Load(), e.hub.Streams())
+	}
+	// The fast one goes on.
+	e.hub.Publish(hub.Event{Seq: 2000, CustomerID: 1, Type: contracts.EventTicketCreated, Data: []byte(`{"type":"ticket.created"}`)})
+	fast.want(2000, contracts.EventTicketCreated)
+	// The slow one's connection was closed.
+	_ = slow.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, slow); err != nil {
+		t.Fatalf("the slow stream's connection: %v", err)
+	}
 }
 
 func TestTooManyStreamsIs429(t *testing.T) {

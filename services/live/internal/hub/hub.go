@@ -3,10 +3,11 @@
 // stream resuming after a reconnect (Last-Event-ID) gets what it missed.
 //
 // A stream holds the events it has not taken yet (nothing while idle, so
-// that 10,000 idle streams cost no event buffers) and a wake-up signal,
-// under a lock of its own, so that a thousand streams taking one event do
-// not queue on the hub's. Nothing here blocks on a stream: one that falls
-// more than Limits.Buffer events behind is dropped.
+// that 10,000 idle streams cost no event buffers) under a lock of its own,
+// so that a thousand streams taking one event do not queue on the hub's,
+// and a wake-up function of its owner's (no channel, no goroutine waiting
+// on one). Nothing here blocks on a stream: one that falls more than
+// Limits.Buffer events behind is dropped.
 package hub
 
 import (
@@ -47,6 +48,8 @@ type Hub struct {
 	// started: the hub has seen every event after seq `from` (Start).
 	started bool
 	from    uint64
+	// closed: the service shuts down; every stream is told to end.
+	closed  bool
 	dropped func()
 }
 
@@ -114,17 +117,34 @@ func (h *Hub) Publish(e Event) {
 	for s := range c.subs {
 		s.mu.Lock()
 		full := len(s.pending) >= h.lim.Buffer
-		if !full {
+		if full {
+			s.state = Dropped
+		} else {
 			s.pending = append(s.pending, e)
 		}
 		s.mu.Unlock()
 		if full {
-			h.drop(c, s)
-			continue
+			h.remove(c, s)
+			if h.dropped != nil {
+				h.dropped()
+			}
 		}
-		select {
-		case s.wake <- struct{}{}:
-		default: // woken already
+		s.wake()
+	}
+}
+
+// Close tells every stream, and every stream opened from now on, to end
+// (state Closed): the service shuts down.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, c := range h.customers {
+		for s := range c.subs {
+			s.mu.Lock()
+			s.state = Closed
+			s.mu.Unlock()
+			s.wake()
 		}
 	}
 }
@@ -138,15 +158,6 @@ func (h *Hub) customer(id int64) *customer {
 	return c
 }
 
-// drop removes s as too slow; h.mu is held.
-func (h *Hub) drop(c *customer, s *Sub) {
-	h.remove(c, s)
-	close(s.gone)
-	if h.dropped != nil {
-		h.dropped()
-	}
-}
-
 // remove unregisters s; h.mu is held.
 func (h *Hub) remove(c *customer, s *Sub) {
 	if _, ok := c.subs[s]; !ok {
@@ -156,33 +167,42 @@ func (h *Hub) remove(c *customer, s *Sub) {
 	h.streams--
 }
 
+// State is what a stream is to do besides sending its events.
+type State uint8
+
+const (
+	// Open: go on.
+	Open State = iota
+	// Dropped: the stream fell more than Limits.Buffer events behind and
+	// was removed; it ends (its console reconnects and resumes).
+	Dropped
+	// Closed: the service shuts down; the stream ends.
+	Closed
+)
+
 // Sub is one open stream.
 type Sub struct {
 	h          *Hub
 	customerID int64
-	wake       chan struct{}
-	gone       chan struct{}
+	// wake is its owner's: called, without waiting, under the hub's lock,
+	// when there is something to Take (events, or a state other than Open).
+	wake func()
 
 	mu sync.Mutex
 	// pending are the events not taken yet.
 	pending []Event
+	state   State
 }
 
-// Wake receives when the stream has events to Take.
-func (s *Sub) Wake() <-chan struct{} { return s.wake }
-
 // Take returns the events published since the last Take, in sequence
-// order.
-func (s *Sub) Take() []Event {
+// order, and the stream's state.
+func (s *Sub) Take() ([]Event, State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := s.pending
 	s.pending = nil
-	return out
+	return out, s.state
 }
-
-// Dropped is closed when the hub dropped the stream as too slow.
-func (s *Sub) Dropped() <-chan struct{} { return s.gone }
 
 // Close unregisters the stream.
 func (s *Sub) Close() {
@@ -203,12 +223,15 @@ type Resume struct {
 	Ring []Event
 }
 
-// Subscribe opens a stream of customer's events. With after > 0 (a
-// Last-Event-ID) it also returns what the stream missed after that
-// sequence; registering and taking the ring happen under one lock, so that
-// no event falls between the replay and the live events. Over the limits
-// it is a RateLimited error, before Start Unavailable.
-func (h *Hub) Subscribe(customerID int64, after uint64) (*Sub, Resume, error) {
+// Subscribe opens a stream of customer's events; wake is called (under the
+// hub's lock: it must not wait, nor call the hub) whenever the stream has
+// something to Take. With after > 0 (a Last-Event-ID) it also returns what
+// the stream missed after that sequence; registering and taking the ring
+// happen under one lock, so that no event falls between the replay and the
+// live events. Over the limits it is a RateLimited error, before Start
+// Unavailable. After Close a stream still opens, Closed: its console is
+// told to reconnect (to another replica).
+func (h *Hub) Subscribe(customerID int64, after uint64, wake func()) (*Sub, Resume, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.started {
@@ -223,7 +246,10 @@ func (h *Hub) Subscribe(customerID int64, after uint64) (*Sub, Resume, error) {
 		return nil, Resume{}, &apperr.Error{Code: apperr.RateLimited, RetryAfterSeconds: 5,
 			Message: "your organisation has as many open live streams as allowed; close another console first"}
 	}
-	s := &Sub{h: h, customerID: customerID, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	s := &Sub{h: h, customerID: customerID, wake: wake}
+	if h.closed {
+		s.state = Closed
+	}
 	c.subs[s] = struct{}{}
 	h.streams++
 	var r Resume

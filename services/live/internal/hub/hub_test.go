@@ -20,39 +20,65 @@ func started(lim hub.Limits) *hub.Hub {
 
 var roomy = hub.Limits{MaxStreams: 100, MaxStreamsPerCustomer: 10, Buffer: 8, Ring: 8}
 
+// waker is a stream's wake-up function that records its calls on a
+// channel of one slot, as the HTTP/2 stream does.
+type waker chan struct{}
+
+func newWaker() waker { return make(waker, 1) }
+
+func (w waker) wake() {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+}
+
+// woken reports whether the stream was woken since the last call.
+func (w waker) woken() bool {
+	select {
+	case <-w:
+		return true
+	default:
+		return false
+	}
+}
+
+// sub subscribes with a new waker.
+func sub(t *testing.T, h *hub.Hub, customer int64, after uint64) (*hub.Sub, waker, hub.Resume) {
+	t.Helper()
+	w := newWaker()
+	s, r, err := h.Subscribe(customer, after, w.wake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, w, r
+}
+
 // A stream whose buffer is full is dropped at once; the other streams of
 // the customer get every event, and Publish never waits for the slow one.
 func TestSlowStreamIsDroppedWithoutBlockingOthers(t *testing.T) {
 	var drops int
 	h := started(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 2, Ring: 8})
 	h.OnDrop(func() { drops++ })
-	slow, _, err := h.Subscribe(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast, _, err := h.Subscribe(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	slow, slowWake, _ := sub(t, h, 1, 0)
+	fast, fastWake, _ := sub(t, h, 1, 0)
 	for seq := uint64(1); seq <= 5; seq++ {
 		h.Publish(ev(seq, 1)) // returns although slow takes nothing
-		<-fast.Wake()
-		if got := fast.Take(); len(got) != 1 || got[0].Seq != seq {
-			t.Fatalf("fast got %v, want %d", got, seq)
+		if !fastWake.woken() {
+			t.Fatalf("event %d did not wake the fast stream", seq)
+		}
+		if got, state := fast.Take(); len(got) != 1 || got[0].Seq != seq || state != hub.Open {
+			t.Fatalf("fast got %v (state %d), want %d", got, state, seq)
 		}
 	}
-	select {
-	case <-slow.Dropped():
-	default:
-		t.Fatal("the slow stream was not dropped")
+	if !slowWake.woken() {
+		t.Fatal("the slow stream was not woken")
+	}
+	if _, state := slow.Take(); state != hub.Dropped {
+		t.Fatalf("the slow stream's state is %d, want dropped", state)
 	}
 	if drops != 1 || h.Streams() != 1 {
 		t.Fatalf("%d drops, %d streams open; want 1 and 1", drops, h.Streams())
-	}
-	select {
-	case <-fast.Dropped():
-		t.Fatal("the fast stream was dropped")
-	default:
 	}
 	slow.Close() // after the drop: nothing to undo
 	if h.Streams() != 1 {
@@ -63,29 +89,58 @@ func TestSlowStreamIsDroppedWithoutBlockingOthers(t *testing.T) {
 // A customer's stream gets that customer's events and no other's.
 func TestEventsReachOnlyTheirCustomer(t *testing.T) {
 	h := started(roomy)
-	a, _, _ := h.Subscribe(1, 0)
-	b, _, _ := h.Subscribe(2, 0)
+	a, aWake, _ := sub(t, h, 1, 0)
+	b, bWake, _ := sub(t, h, 2, 0)
 	h.Publish(ev(1, 1))
 	h.Publish(ev(2, 2))
-	<-a.Wake()
-	<-b.Wake()
-	if got := a.Take(); len(got) != 1 || got[0].Seq != 1 {
+	if !aWake.woken() || !bWake.woken() {
+		t.Fatal("a stream was not woken")
+	}
+	if got, _ := a.Take(); len(got) != 1 || got[0].Seq != 1 {
 		t.Fatalf("customer 1 got %v", got)
 	}
-	if got := b.Take(); len(got) != 1 || got[0].Seq != 2 {
+	if got, _ := b.Take(); len(got) != 1 || got[0].Seq != 2 {
 		t.Fatalf("customer 2 got %v, want its own event 2 only", got)
 	}
 	h.Publish(ev(3, 1))
-	select {
-	case <-b.Wake():
+	if bWake.woken() {
 		t.Fatal("customer 2's stream was woken by customer 1's event")
-	default:
+	}
+	if got, _ := b.Take(); len(got) != 0 {
+		t.Fatalf("customer 2 got %v", got)
+	}
+}
+
+// Close tells every open stream to end, and a stream opened after it
+// opens Closed (its console is told to reconnect).
+func TestCloseEndsEveryStream(t *testing.T) {
+	h := started(roomy)
+	a, aWake, _ := sub(t, h, 1, 0)
+	b, bWake, _ := sub(t, h, 2, 0)
+	if _, state := a.Take(); state != hub.Open {
+		t.Fatalf("state %d before Close", state)
+	}
+	h.Close()
+	for _, s := range []struct {
+		sub  *hub.Sub
+		wake waker
+	}{{a, aWake}, {b, bWake}} {
+		if !s.wake.woken() {
+			t.Fatal("Close did not wake a stream")
+		}
+		if _, state := s.sub.Take(); state != hub.Closed {
+			t.Fatalf("state %d after Close, want closed", state)
+		}
+	}
+	late, _, _ := sub(t, h, 1, 0)
+	if _, state := late.Take(); state != hub.Closed {
+		t.Fatalf("a stream opened after Close: state %d, want closed", state)
 	}
 }
 
 func TestResumeFromTheRingOrTheStream(t *testing.T) {
 	h := hub.New(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 8, Ring: 3})
-	if _, _, err := h.Subscribe(1, 0); !apperr.Is(err, apperr.Unavailable) {
+	if _, _, err := h.Subscribe(1, 0, func() {}); !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("before Start: %v", err)
 	}
 	h.Start(10) // the hub sees the events after 10
@@ -109,10 +164,7 @@ func TestResumeFromTheRingOrTheStream(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, r, err := h.Subscribe(1, tc.after)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, _, r := sub(t, h, 1, tc.after)
 			defer s.Close()
 			var ring []uint64
 			for _, e := range r.Ring {
@@ -139,21 +191,18 @@ func equal(a, b []uint64) bool {
 
 func TestStreamLimits(t *testing.T) {
 	h := started(hub.Limits{MaxStreams: 3, MaxStreamsPerCustomer: 2, Buffer: 1, Ring: 1})
-	a1, _, _ := h.Subscribe(1, 0)
-	if _, _, err := h.Subscribe(1, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := h.Subscribe(1, 0); !apperr.Is(err, apperr.RateLimited) {
+	nop := func() {}
+	a1, _, _ := sub(t, h, 1, 0)
+	sub(t, h, 1, 0)
+	if _, _, err := h.Subscribe(1, 0, nop); !apperr.Is(err, apperr.RateLimited) {
 		t.Fatalf("third stream of a customer: %v, want rate limited", err)
 	}
-	if _, _, err := h.Subscribe(2, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := h.Subscribe(3, 0); !apperr.Is(err, apperr.RateLimited) {
+	sub(t, h, 2, 0)
+	if _, _, err := h.Subscribe(3, 0, nop); !apperr.Is(err, apperr.RateLimited) {
 		t.Fatalf("fourth stream of the replica: %v, want rate limited", err)
 	}
 	a1.Close()
-	if _, _, err := h.Subscribe(3, 0); err != nil {
+	if _, _, err := h.Subscribe(3, 0, nop); err != nil {
 		t.Fatalf("after a close: %v", err)
 	}
 }
@@ -162,22 +211,22 @@ func TestStreamLimits(t *testing.T) {
 // its events are kept in the customer's ring, not per stream.
 func TestBurstIsTakenAtOnce(t *testing.T) {
 	h := started(hub.Limits{MaxStreams: 10, MaxStreamsPerCustomer: 10, Buffer: 50, Ring: 100})
-	s, _, _ := h.Subscribe(1, 0)
+	s, w, _ := sub(t, h, 1, 0)
 	for seq := uint64(1); seq <= 50; seq++ {
 		h.Publish(ev(seq, 1))
 	}
-	<-s.Wake()
-	got := s.Take()
+	if !w.woken() {
+		t.Fatal("not woken")
+	}
+	got, state := s.Take()
 	if len(got) != 50 || got[0].Seq != 1 || got[49].Seq != 50 {
 		t.Fatalf("took %d events", len(got))
 	}
-	if again := s.Take(); len(again) != 0 {
-		t.Fatalf("took %d events again", len(again))
+	if state != hub.Open {
+		t.Fatalf("state %d at its buffer's size, want open", state)
 	}
-	select {
-	case <-s.Dropped():
-		t.Fatal("dropped at its buffer's size")
-	default:
+	if again, _ := s.Take(); len(again) != 0 {
+		t.Fatalf("took %d events again", len(again))
 	}
 }
 
@@ -191,7 +240,7 @@ func TestStreamLimitsUnderConcurrentOpens(t *testing.T) {
 	for i := range 60 {
 		customer := int64(1 + i%2)
 		wg.Go(func() {
-			_, _, err := h.Subscribe(customer, 0)
+			_, _, err := h.Subscribe(customer, 0, func() {})
 			if err != nil && !apperr.Is(err, apperr.RateLimited) {
 				t.Errorf("subscribe: %v", err)
 			}
