@@ -906,6 +906,13 @@ export interface paths {
          *     access_denied; a consent for another tenant than the verified
          *     sign-in) is a problem document and connects nothing; a tenant already
          *     connected to another customer is 409 and stays with it.
+         *
+         *     A browser's navigation (an `Accept` that ranks `text/html` above
+         *     JSON) is not shown those documents: the end of the flow, success or
+         *     failure, is a 303 to the console's page `/admin/connections` with the
+         *     outcome in the query. The target is that fixed relative path; the
+         *     query holds only the connection's id and, on failure, a code of a
+         *     fixed list, never text of the request.
          */
         get: operations["providerConnectionCallback"];
         put?: never;
@@ -4547,6 +4554,24 @@ export interface operations {
             302: {
                 headers: {
                     /** @description The identity platform's adminconsent URL for the verified tenant. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description A browser's navigation: the flow has ended (connected or failed);
+             *     on to the console's connections page.
+             */
+            303: {
+                headers: {
+                    /**
+                     * @description `/admin/connections?connection=<id>&outcome=connected`, or
+                     *     `/admin/connections?connection=<id>&outcome=error&code=<code>`
+                     *     (no `connection` when the state named no attempt), `code`
+                     *     one of invalid, not_found, conflict, rate_limited,
+                     *     unavailable, internal.
+                     */
                     Location?: string;
                     [name: string]: unknown;
                 };
