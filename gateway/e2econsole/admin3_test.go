@@ -19,7 +19,7 @@ import (
 // the 150th by searching and all of them by "More". Then the deletes of
 // a mapping, an action, a document and a topic, each after a
 // confirmation, and a delete the API refuses (the topic was deleted
-// meanwhile: its 404 is shown next to its row). A failed connect flow and
+// meanwhile: its 404 is shown next to its row); the same for accounts. A failed connect flow and
 // a crafted outcome link end on the console's page with an error, never a
 // success.
 func TestAdminDeletesAndChoosersBeyond100(t *testing.T) {
@@ -130,6 +130,50 @@ func TestAdminDeletesAndChoosersBeyond100(t *testing.T) {
 		}
 	}
 
+	// Accounts: the agent is deleted after a confirmation (its token is
+	// refused from then on); a second one deleted through the API behind
+	// the page's back is refused at its row (404); the admin's own row
+	// offers no delete.
+	var gone struct {
+		AccountID int64 `json:"accountID"`
+	}
+	goneEmail := "gone-" + randid.Hex(4) + "@choosers.test"
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Accounts", tn.AdminToken,
+		map[string]any{"email": goneEmail, "name": "Gone", "role": "agent", "password": "pw-" + randid.Hex(10)}), http.StatusCreated, &gone)
+	var ownDeletes int
+	err = chromedp.Run(bctx,
+		chromedp.Click(`nav a[href="/admin/accounts"]`, chromedp.ByQuery),
+		poll(hasRow("main", tn.AgentEmail)+` && `+hasRow("main", goneEmail), 15*time.Second),
+		chromedp.Evaluate(fmt.Sprintf(`Array.from(document.querySelectorAll('main tbody tr')).find(tr => tr.textContent.includes(%q)).querySelectorAll('button.delete').length`, tn.AdminEmail), &ownDeletes),
+		confirmDelete("main", tn.AgentEmail),
+		poll(`!(`+hasRow("main", tn.AgentEmail)+`) && document.querySelector('main p.ok[role=status]') !== null`, 10*time.Second),
+	)
+	if err != nil {
+		t.Fatalf("account delete: %v; %s", err, pageState(bctx, bl))
+	}
+	if ownDeletes != 0 {
+		t.Errorf("the admin's own row offers %d deletes", ownDeletes)
+	}
+	if r := c.Do(http.MethodGet, "/api/Customers/me", tn.AgentToken, nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("the deleted agent's token: %d %s", r.Status, r.Body)
+	}
+	e2ekit.WantStatus(t, c.Do(http.MethodDelete, fmt.Sprintf("/api/Accounts/%d", gone.AccountID), tn.AdminToken, nil), http.StatusNoContent, nil)
+	var accountRefusal string
+	goneRow := fmt.Sprintf(`Array.from(document.querySelectorAll('main tbody tr')).find(tr => tr.textContent.includes(%q))`, goneEmail)
+	err = chromedp.Run(bctx,
+		confirmDelete("main", goneEmail),
+		poll(goneRow+`?.querySelector('.row-problem') != null`, 10*time.Second),
+		chromedp.Evaluate(goneRow+`.querySelector('.row-problem').textContent`, &accountRefusal),
+	)
+	if err != nil {
+		t.Fatalf("the refused account delete: %v; %s", err, pageState(bctx, bl))
+	}
+	if !strings.HasPrefix(accountRefusal, "Not deleted: ") {
+		t.Errorf("the refused account delete says %q", accountRefusal)
+	}
+	screenshot(t, bctx, "accounts-delete-refused")
+	axeCheck(t, bctx, "accounts (a refused delete)")
+
 	// A connect flow that fails (a state nobody issued) ends on the
 	// console with the fixed text of its code; a crafted success link for
 	// a connection that is not the customer's shows no success.
@@ -157,6 +201,7 @@ func TestAdminDeletesAndChoosersBeyond100(t *testing.T) {
 	_, problems := bl.snapshot()
 	rest := withoutStatus(problems, fmt.Sprintf("/api/Topics/%d", topicIDs[1]), 404)
 	rest = withoutStatus(rest, "/api/ProviderConnections/999999999", 404)
+	rest = withoutStatus(rest, fmt.Sprintf("/api/Accounts/%d", gone.AccountID), 404)
 	if len(rest) > 0 {
 		t.Errorf("the pages reported problems:\n%s", strings.Join(rest, "\n"))
 	}
