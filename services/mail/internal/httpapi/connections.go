@@ -144,21 +144,25 @@ func (h *Handlers) connectionCallback(c *gin.Context) error {
 		if !browser {
 			return err
 		}
-		c.Redirect(http.StatusSeeOther, consoleOutcome(res.ConnectionID, h.s.Outcome(c, err)))
+		redirect(c, http.StatusSeeOther, consoleOutcome(res.ConnectionID, h.s.Outcome(c, err)))
 		return nil
 	}
 	if res.Redirect != "" {
-		// Without a body: the browser follows the Location.
-		c.Header("Location", res.Redirect)
-		c.Status(http.StatusFound)
+		redirect(c, http.StatusFound, res.Redirect)
 		return nil
 	}
 	if browser {
-		c.Redirect(http.StatusSeeOther, consoleOutcome(res.Connection.ID, ""))
+		redirect(c, http.StatusSeeOther, consoleOutcome(res.Connection.ID, ""))
 		return nil
 	}
 	c.JSON(http.StatusOK, toConnection(*res.Connection))
 	return nil
+}
+
+// redirect answers without a body: the browser follows the Location.
+func redirect(c *gin.Context, status int, location string) {
+	c.Header("Location", location)
+	c.Status(status)
 }
 
 func (h *Handlers) callback(c *gin.Context) (mail.CallbackResult, error) {

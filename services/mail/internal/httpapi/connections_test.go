@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -123,8 +122,8 @@ func TestConnectionCallbackAnswers(t *testing.T) {
 			if rec.Header().Get("Cache-Control") != "no-store" || rec.Header().Get("Referrer-Policy") != "no-referrer" {
 				t.Errorf("headers %v", rec.Header())
 			}
-			if tc.status == http.StatusSeeOther && (strings.Contains(rec.Body.String(), "evil") || strings.Contains(rec.Body.String(), "hunter2")) {
-				t.Errorf("body %q", rec.Body)
+			if tc.location != "" && rec.Body.Len() != 0 {
+				t.Errorf("a redirect with a body %q", rec.Body)
 			}
 		})
 	}
