@@ -15,8 +15,9 @@ import (
 )
 
 // A customer with 150 topics (made through the API): the topics' list
-// pages with the real total, and the page mapping's topic chooser reaches
-// the 150th by searching and all of them by "More". Then the deletes of
+// pages with the real total, the page mapping's topic chooser reaches the
+// 150th by searching and all of them by "More", a message is given the
+// 150th by hand and the inbox's topic filter finds it by search. Then the deletes of
 // a mapping, an action, a document and a topic, each after a
 // confirmation, and a delete the API refuses (the topic was deleted
 // meanwhile: its 404 is shown next to its row); the same for accounts. A failed connect flow and
@@ -82,6 +83,59 @@ func TestAdminDeletesAndChoosersBeyond100(t *testing.T) {
 		t.Errorf("chooser options %d, then %d after More; want 101 and 151", options, afterMore)
 	}
 	screenshot(t, bctx, "topics-chooser")
+
+	// An end user's message is given the 150th topic by hand (the list
+	// holds all 150), and the inbox's topic filter finds it by search.
+	var ch, eu, tk struct {
+		ChannelID int64 `json:"channelID"`
+		EndUserID int64 `json:"endUserID"`
+		TicketID  int64 `json:"ticketID"`
+	}
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", tn.AdminToken, map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", tn.AdminToken,
+		map[string]any{"name": "Pat Customer", "email": "pat-" + randid.Hex(4) + "@example.org"}), http.StatusCreated, &eu)
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Tickets", tn.AdminToken,
+		map[string]any{"subject": "Many topics", "channelID": ch.ChannelID, "endUserID": eu.EndUserID}), http.StatusCreated, &tk)
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/TicketMessages", tn.AdminToken,
+		map[string]any{"ticketID": tk.TicketID, "message": "Which topic is this?", "senderType": "EndUser"}), http.StatusCreated, nil)
+	var filtered string
+	err = chromedp.Run(bctx,
+		chromedp.Navigate(fmt.Sprintf("%s/tickets/%d", stk.HTTPSURL, tk.TicketID)),
+		chromedp.WaitVisible(`.topics button`, chromedp.ByQuery),
+		chromedp.Click(`.topics button`, chromedp.ByQuery), // Assign topics…
+		poll(`document.querySelectorAll('.topics label.check').length === 150`, 15*time.Second),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('.topics label.check')).find(l => l.textContent.trim() === 'Topic 150').querySelector('input').click()`, nil),
+		chromedp.Click(`.topics button[type=submit]`, chromedp.ByQuery),
+		poll(`document.querySelector('[data-topics-source="manual"]') !== null && document.querySelector('.topics p').textContent.includes('Topic 150')`, 10*time.Second),
+		chromedp.Click(`nav a[href="/"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#f-topic-q`, chromedp.ByQuery),
+		chromedp.SendKeys(`#f-topic-q`, "150", chromedp.ByQuery),
+		poll(`Array.from(document.querySelectorAll('#f-topic option')).some(o => o.textContent === 'Topic 150')`, 10*time.Second),
+		choose(`#f-topic`, "Topic 150"),
+		poll(fmt.Sprintf(`new URLSearchParams(location.search).get('topic') === %q && document.querySelectorAll('tbody tr').length === 1`, fmt.Sprint(topicIDs[149])), 10*time.Second),
+		chromedp.Text(`tbody tr`, &filtered, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("the 150th topic on a message and in the inbox filter: %v; %s", err, pageState(bctx, bl))
+	}
+	if !strings.Contains(filtered, "Many topics") {
+		t.Errorf("the inbox filtered by Topic 150 shows %q", filtered)
+	}
+	var got struct {
+		Topics []string `json:"topics"`
+	}
+	e2ekit.WantStatus(t, c.Do(http.MethodGet, fmt.Sprintf("/api/Tickets/%d", tk.TicketID), tn.AdminToken, nil), http.StatusOK, &got)
+	if len(got.Topics) != 1 || got.Topics[0] != "Topic 150" {
+		t.Errorf("the ticket's topics %q, want Topic 150", got.Topics)
+	}
+	// Back to the topics page for the deletes.
+	err = chromedp.Run(bctx,
+		chromedp.Click(`nav a[href="/admin/topics"]`, chromedp.ByQuery),
+		poll(hasRow(".resource.topic", "Topic 001")+` && `+hasRow(".resource.mapping", page), 15*time.Second),
+	)
+	if err != nil {
+		t.Fatalf("back to the topics: %v; %s", err, pageState(bctx, bl))
+	}
 
 	// The deletes, each after a confirmation.
 	err = chromedp.Run(bctx,
