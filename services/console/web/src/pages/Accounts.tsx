@@ -4,6 +4,8 @@ import type { Me } from "../App";
 
 type Role = Schemas["CreateAccountRequest"]["role"];
 
+const accountsPageSize = 50;
+
 /** /admin/accounts: the customer's accounts, each deletable after a
  * confirmation (but one's own: the API refuses it), and a form for a new
  * one (admins only: the API answers an agent 403, and the console does not
@@ -20,7 +22,7 @@ export function Accounts(props: { me: Me | null }) {
   const admin = props.me?.account.role === "admin";
   useEffect(() => {
     if (!admin) return;
-    void api.GET("/api/Accounts", { params: { query: { pageNumber, pageSize: 50 } } }).then(({ data, error, response }) => {
+    void api.GET("/api/Accounts", { params: { query: { pageNumber, pageSize: accountsPageSize } } }).then(({ data, error, response }) => {
       if (data) {
         if (data.items.length === 0 && pageNumber > 1) setPageNumber(Math.max(1, data.totalPages));
         setPage(data);
@@ -66,6 +68,9 @@ export function Accounts(props: { me: Me | null }) {
       {page && (
         <>
           <p class="summary">
+            {page.items.length > 0 && page.items.length < page.totalCount
+              ? `${(pageNumber - 1) * accountsPageSize + 1}–${(pageNumber - 1) * accountsPageSize + page.items.length} of `
+              : ""}
             {page.totalCount} account{page.totalCount === 1 ? "" : "s"}
           </p>
           <table class="tickets">

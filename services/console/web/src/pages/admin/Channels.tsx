@@ -324,6 +324,9 @@ function Connections(props: { outcome?: URLSearchParams | undefined }) {
       {page && page.items.length === 0 && <p class="summary">No tenant is connected yet.</p>}
       {page && page.items.length > 0 && (
         <>
+          <p class="summary">
+            {page.totalCount} tenant{page.totalCount === 1 ? "" : "s"}
+          </p>
           <table class="tickets">
             <thead>
               <tr>
