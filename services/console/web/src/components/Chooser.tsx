@@ -139,7 +139,7 @@ export function Chooser(props: ChooserProps) {
       </select>
       {pageNumber < total.pages && (
         <button type="button" class="secondary small chooser-more" disabled={busy || props.disabled} onClick={() => void more()}>
-          More ({items.length} of {total.count})
+          More<span class="visually-hidden"> {props.label}</span> ({items.length} of {total.count})
         </button>
       )}
     </div>
