@@ -83,9 +83,13 @@ func retrieves(mailbox, yesNo string) string {
 }
 
 // An admin connects a Microsoft 365 tenant from the channels page (the
-// fake Graph's sign-in and consent pages approve at once), creates a
-// microsoft365 e-mail channel in it, adds a folder beside the inbox,
-// switches mail retrieval on and sees each folder's outcome, then off.
+// fake Graph's sign-in and consent pages approve at once; the flow ends on
+// the console's /admin/connections with the outcome, not on a JSON
+// document), creates a microsoft365 e-mail channel in it, adds a folder
+// beside the inbox, switches mail retrieval on and sees each folder's
+// outcome, then off. Then the deletes: the tenant is refused while the
+// channel names it (409 next to its row), the folder and the channel are
+// deleted (each after a confirmation), and then the tenant.
 func TestAdminChannelsAndFolders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -107,21 +111,24 @@ func TestAdminChannelsAndFolders(t *testing.T) {
 		chromedp.Click(`.connections button[type=submit]`, chromedp.ByQuery),
 	)
 	if err == nil {
-		// Microsoft (the fake) and the platform's callback, in this tab.
-		err = waitThroughNavigations(bctx, `location.pathname === "/api/ProviderConnections/callback" && document.body !== null && document.body.innerText.includes('"status":"connected"')`, 30*time.Second)
-	}
-	if err == nil {
-		err = chromedp.Run(bctx, chromedp.Navigate(stk.HTTPSURL+"/admin/channels"))
-	}
-	if err == nil {
-		// Through navigations too: the tab has just left the callback's
-		// page, and an evaluation in a context that went with it is
-		// retried, not a failure.
-		err = waitThroughNavigations(bctx, fmt.Sprintf(`Array.from(document.querySelectorAll('.connections tr[data-status="connected"]')).some(tr => tr.textContent.includes(%q))`, tenant), 15*time.Second)
+		// Microsoft (the fake), the platform's callback and its 303 to
+		// the console, in this tab: the page says so (from the API) and
+		// lists the tenant. Through navigations: an evaluation in a
+		// context that went with a page is retried, not a failure.
+		err = waitThroughNavigations(bctx, fmt.Sprintf(`location.pathname === "/admin/connections" && location.search === "" &&
+			(document.querySelector('.connections [data-outcome="connected"]')?.textContent ?? "").includes(%q) &&
+			Array.from(document.querySelectorAll('.connections tr[data-status="connected"]')).some(tr => tr.textContent.includes(%q))`, tenant, tenant), 30*time.Second)
 	}
 	if err != nil {
 		t.Fatalf("connecting a tenant: %v; %s", err, pageState(bctx, bl))
 	}
+	requests, _ := bl.snapshot()
+	for _, r := range requests {
+		if strings.Contains(r, "/api/ProviderConnections/callback") && !strings.HasPrefix(r, stk.HTTPSURL+"/api/ProviderConnections/callback?") {
+			t.Errorf("the callback was asked elsewhere: %s", r)
+		}
+	}
+	screenshot(t, bctx, "connections")
 
 	name := "Support " + randid.Hex(3)
 	mailbox := e2ekit.Mailbox()
@@ -167,18 +174,68 @@ func TestAdminChannelsAndFolders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unsubscribe: %v; %s", err, pageState(bctx, bl))
 	}
-	if _, problems := bl.snapshot(); len(withoutCallbackIcon(problems)) > 0 {
-		t.Errorf("the pages reported problems:\n%s", strings.Join(problems, "\n"))
+
+	// The deletes. The tenant first: the channel names it (409, shown at
+	// its row, nothing deleted).
+	tenantRow := fmt.Sprintf(`Array.from(document.querySelectorAll('.connections tbody tr')).find(tr => tr.textContent.includes(%q))`, tenant)
+	var refusal string
+	err = chromedp.Run(bctx,
+		chromedp.Evaluate(tenantRow+`.querySelector('button.delete').click()`, nil),
+		chromedp.Evaluate(tenantRow+`.querySelector('button.confirm-delete').click()`, nil),
+		poll(tenantRow+`?.querySelector('.row-problem') != null`, 10*time.Second),
+		chromedp.Evaluate(tenantRow+`.querySelector('.row-problem').textContent`, &refusal),
+		screenshotAction(t, "connections-delete-refused"),
+		// The folder, after its confirmation (a first click deletes
+		// nothing).
+		confirmDelete(".resource.folder", "Archive"),
+		poll(`!(`+hasRow(".resource.folder", "Archive")+`) && `+hasRow(".resource.folder", "inbox"), 10*time.Second),
+		// The channel (its folders' section goes with it).
+		confirmDelete(".resource.channel", mailbox),
+		poll(`!(`+hasRow(".resource.channel", mailbox)+`) && document.querySelector('.resource.folder') === null`, 10*time.Second),
+		// Now the tenant goes.
+		chromedp.Evaluate(tenantRow+`.querySelector('button.delete').click()`, nil),
+		chromedp.Evaluate(tenantRow+`.querySelector('button.confirm-delete').click()`, nil),
+		poll(tenantRow+` === undefined`, 10*time.Second),
+	)
+	if err != nil {
+		t.Fatalf("deletes: %v; %s", err, pageState(bctx, bl))
+	}
+	if !strings.Contains(refusal, "Not deleted") || !strings.Contains(strings.ToLower(refusal), "channel") {
+		t.Errorf("the refused delete of the tenant says %q", refusal)
+	}
+	// The one expected problem is the refused delete.
+	_, problems := bl.snapshot()
+	if rest := withoutStatus(problems, "/api/ProviderConnections/", 409); len(rest) > 0 {
+		t.Errorf("the pages reported problems:\n%s", strings.Join(rest, "\n"))
 	}
 }
 
-// withoutCallbackIcon drops the one expected problem of the connect flow:
-// the consent ends on the callback's JSON answer, a page without an icon,
-// for which Chromium may (or may not yet) ask /favicon.ico of the origin,
-// a path nothing serves.
-func withoutCallbackIcon(problems []string) []string {
+// withoutStatus drops the problems the browser reports for answers of
+// status to requests whose URL contains path (the network event and the
+// console's "Failed to load resource" line): a refusal a test provokes.
+func withoutStatus(problems []string, path string, status int) []string {
 	return slices.DeleteFunc(slices.Clone(problems), func(p string) bool {
-		return strings.Contains(p, "/favicon.ico") && strings.Contains(p, "404")
+		return strings.Contains(p, path) && (strings.HasSuffix(p, fmt.Sprintf(": HTTP %d", status)) ||
+			strings.HasPrefix(p, fmt.Sprintf("log error (network): Failed to load resource: the server responded with a status of %d", status)))
+	})
+}
+
+// confirmDelete deletes the row of the list section that shows text as a
+// person does: Delete, which deletes nothing yet, then "Really delete?".
+func confirmDelete(section, text string) chromedp.Tasks {
+	row := fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).find(tr => tr.textContent.includes(%q))`, section+" tbody tr", text)
+	return chromedp.Tasks{
+		rowButton(section, text, "button.delete"),
+		poll(row+`?.querySelector('button.confirm-delete') != null`, 5*time.Second),
+		rowButton(section, text, "button.confirm-delete"),
+	}
+}
+
+// screenshotAction is screenshot as a step of chromedp.Run.
+func screenshotAction(t *testing.T, name string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		screenshot(t, ctx, name)
+		return nil
 	})
 }
 

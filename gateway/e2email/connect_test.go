@@ -172,6 +172,58 @@ func TestConnectMicrosoft365Tenant(t *testing.T) {
 	wantStatus(t, f.c.Do(http.MethodDelete, fmt.Sprintf("/api/ProviderConnections/%d", f.conn.ConnectionID), tn.AdminToken, nil), http.StatusConflict, nil)
 }
 
+// browse brings Microsoft's answer to the platform as a browser's
+// navigation (Chromium's Accept).
+func (f *flow) browse(path string) *e2ekit.Response {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(f.t.Context(), http.MethodGet, stk.HTTPSURL+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8")
+	return f.c.DoRequest(req)
+}
+
+// A browser walking the flow ends on the console's connections page (303,
+// the fixed relative path with the outcome), never on a JSON document:
+// connected, and refused (a replay) with the code and no provider text.
+func TestConnectFromABrowserEndsInTheConsole(t *testing.T) {
+	t.Parallel()
+	tn := newTenant(t)
+	f := newFlow(t, tn, graphfake.User{})
+	// The sign-in still goes on to Microsoft's consent.
+	signIn := f.browse(f.microsoft(f.conn.AuthorizationURL))
+	if signIn.Status != http.StatusFound || !strings.Contains(signIn.Header.Get("Location"), "/"+f.tenant+"/v2.0/adminconsent?") {
+		t.Fatalf("sign-in: %d %s", signIn.Status, signIn.Header.Get("Location"))
+	}
+	answer := f.microsoft(signIn.Header.Get("Location"))
+	done := f.browse(answer)
+	want := fmt.Sprintf("/admin/connections?connection=%d&outcome=connected", f.conn.ConnectionID)
+	if done.Status != http.StatusSeeOther || done.Header.Get("Location") != want || done.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("consent: %d Location %q, want 303 %q", done.Status, done.Header.Get("Location"), want)
+	}
+	if got := f.get(tn.AdminToken); got.Status != "connected" {
+		t.Errorf("after the browser's consent %+v", got)
+	}
+	replay := f.browse(answer)
+	want = "/admin/connections?code=invalid&outcome=error"
+	if replay.Status != http.StatusSeeOther || replay.Header.Get("Location") != want {
+		t.Errorf("replay: %d Location %q, want 303 %q", replay.Status, replay.Header.Get("Location"), want)
+	}
+	// A declined consent names its attempt; Microsoft's error text never
+	// reaches the Location.
+	g := newFlow(t, tn, graphfake.User{DeclineConsent: true})
+	declined := g.microsoft(g.signIn())
+	if !strings.Contains(declined, "error=access_denied") {
+		t.Fatalf("the fake's answer %s", declined)
+	}
+	refused := g.browse(declined)
+	want = fmt.Sprintf("/admin/connections?code=invalid&connection=%d&outcome=error", g.conn.ConnectionID)
+	if refused.Status != http.StatusSeeOther || refused.Header.Get("Location") != want {
+		t.Errorf("declined: %d Location %q, want 303 %q", refused.Status, refused.Header.Get("Location"), want)
+	}
+}
+
 func TestConnectRefusals(t *testing.T) {
 	t.Parallel()
 	t.Run("forged state", func(t *testing.T) {

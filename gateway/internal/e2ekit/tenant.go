@@ -16,8 +16,10 @@ type Tenant struct {
 	AdminToken string
 	AgentToken string
 	CustomerID int64
-	// AgentEmail and AgentPassword sign the agent in elsewhere (a browser).
+	// AgentEmail and AgentPassword sign the agent in elsewhere (a browser);
+	// AdminEmail and AdminPassword the admin.
 	AgentEmail, AgentPassword string
+	AdminEmail, AdminPassword string
 }
 
 // NewTenant bootstraps a customer named after label with an admin (`auth
@@ -31,7 +33,7 @@ func NewTenant(t *testing.T, stk *stack.Stack, c *Client, label string) Tenant {
 	if err != nil {
 		t.Fatalf("bootstrap %s: %v %s", name, err, out)
 	}
-	tn := Tenant{AdminToken: c.Login(email, password)}
+	tn := Tenant{AdminToken: c.Login(email, password), AdminEmail: email, AdminPassword: password}
 	var me struct {
 		Customer struct {
 			CustomerID int64 `json:"customerID"`

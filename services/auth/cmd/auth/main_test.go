@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime/quotedprintable"
@@ -420,5 +421,101 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	undocumented, unserved := c.CompareRoutes(served, "/api/Auth", "/api/Customers", "/api/Accounts", "/.well-known")
 	if len(undocumented) > 0 || len(unserved) > 0 {
 		t.Fatalf("served but not in gateway/openapi.yaml: %v; documented but not served: %v", undocumented, unserved)
+	}
+}
+
+// An admin deletes an agent: the agent's token is refused at once, its
+// login fails, it is listed and found no more, and its address stays
+// taken. Refused: an agent deleting, an admin deleting itself (409),
+// another customer's account, an unknown or already deleted one (404).
+func TestDeleteAccount(t *testing.T) {
+	svc := startAuth(t, nil)
+	admin := map[string]string{"Authorization": "Bearer " + login(t, svc, adminEmail, adminPassword)}
+	var me struct {
+		Account struct {
+			AccountID int64 `json:"accountID"`
+		} `json:"account"`
+	}
+	_, _, b := call(t, svc, http.MethodGet, "/api/Customers/me", "", admin)
+	if err := json.Unmarshal(b, &me); err != nil || me.Account.AccountID == 0 {
+		t.Fatalf("me: %s", b)
+	}
+	create := func(email string) int64 {
+		t.Helper()
+		st, _, b := post(t, svc, "/api/Accounts", `{"email":"`+email+`","name":"Agent","role":"agent","password":"agent password 1"}`, admin)
+		var a struct {
+			AccountID int64 `json:"accountID"`
+		}
+		if st != http.StatusCreated || json.Unmarshal(b, &a) != nil {
+			t.Fatalf("create %s: %d %s", email, st, b)
+		}
+		return a.AccountID
+	}
+	agentID := create("agent@acme.test")
+	agent := map[string]string{"Authorization": "Bearer " + login(t, svc, "agent@acme.test", "agent password 1")}
+	path := func(id int64) string { return fmt.Sprintf("/api/Accounts/%d", id) }
+
+	// The other customer's admin.
+	args := []string{"auth", "bootstrap", "-customer", "Globex", "-email", "admin@globex.test", "-password", adminPassword}
+	if err := run(t.Context(), args, func(k string) string { return svc.Env[k] }, io.Discard); err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	globex := map[string]string{"Authorization": "Bearer " + login(t, svc, "admin@globex.test", adminPassword)}
+
+	refusals := []struct {
+		name   string
+		hdr    map[string]string
+		path   string
+		status int
+	}{
+		{"an agent deletes", agent, path(me.Account.AccountID), http.StatusForbidden},
+		{"an admin deletes itself", admin, path(me.Account.AccountID), http.StatusConflict},
+		{"another customer's account", globex, path(agentID), http.StatusNotFound},
+		{"an unknown account", admin, path(agentID + 1000), http.StatusNotFound},
+		{"a malformed id", admin, "/api/Accounts/01", http.StatusBadRequest},
+		{"me is no id", admin, "/api/Accounts/me", http.StatusBadRequest},
+		{"no token", nil, path(agentID), http.StatusUnauthorized},
+	}
+	for _, tc := range refusals {
+		if st, hdr, b := call(t, svc, http.MethodDelete, tc.path, "", tc.hdr); st != tc.status || hdr.Get("Content-Type") != httpserver.ProblemContentType {
+			t.Errorf("%s: %d %s %s, want %d problem", tc.name, st, hdr.Get("Content-Type"), b, tc.status)
+		}
+	}
+	// Nothing was changed by the refusals.
+	if st, _, b := call(t, svc, http.MethodGet, "/api/Customers/me", "", agent); st != http.StatusOK {
+		t.Fatalf("the agent after the refusals: %d %s", st, b)
+	}
+
+	if st, _, b := call(t, svc, http.MethodDelete, path(agentID), "", admin); st != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", st, b)
+	}
+	if st, _, b := call(t, svc, http.MethodGet, "/api/Customers/me", "", agent); st != http.StatusUnauthorized {
+		t.Errorf("the deleted account's token: %d %s", st, b)
+	}
+	if st, _, b := post(t, svc, "/api/Auth/login", `{"email":"agent@acme.test","password":"agent password 1"}`, nil); st != http.StatusUnauthorized {
+		t.Errorf("the deleted account's login: %d %s", st, b)
+	}
+	if st, _, b := call(t, svc, http.MethodGet, path(agentID), "", admin); st != http.StatusNotFound {
+		t.Errorf("get the deleted account: %d %s", st, b)
+	}
+	if st, _, b := call(t, svc, http.MethodDelete, path(agentID), "", admin); st != http.StatusNotFound {
+		t.Errorf("delete it again: %d %s", st, b)
+	}
+	_, _, b = call(t, svc, http.MethodGet, "/api/Accounts?pageSize=100", "", admin)
+	var list struct {
+		Items []struct {
+			AccountID int64 `json:"accountID"`
+		} `json:"items"`
+		TotalCount int `json:"totalCount"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil || list.TotalCount != 1 || len(list.Items) != 1 || list.Items[0].AccountID != me.Account.AccountID {
+		t.Errorf("accounts after the delete: %s", b)
+	}
+	if st, _, b := post(t, svc, "/api/Accounts", `{"email":"agent@acme.test","name":"Agent","role":"agent","password":"agent password 1"}`, admin); st != http.StatusConflict {
+		t.Errorf("the deleted account's address again: %d %s", st, b)
+	}
+	// The admin's own token is untouched.
+	if st, _, b := call(t, svc, http.MethodGet, "/api/Customers/me", "", admin); st != http.StatusOK {
+		t.Errorf("the admin after the delete: %d %s", st, b)
 	}
 }

@@ -67,6 +67,10 @@ type Store interface {
 	// SetAvailability sets an enabled account's availability; not found
 	// when the account is not the customer's or is disabled.
 	SetAvailability(ctx context.Context, customerID, accountID int64, available bool, now time.Time) error
+	// DisableAccount disables an enabled account of the customer (it can
+	// no longer log in, is listed nowhere and takes no tickets); not found
+	// when the account is not the customer's or is disabled already.
+	DisableAccount(ctx context.Context, customerID, accountID int64, now time.Time) error
 	// AccountsOf returns enabled accounts of a live customer by id, or with
 	// no ids every admin and agent account, ordered by id.
 	AccountsOf(ctx context.Context, customerID int64, accountIDs []int64) ([]Account, error)
@@ -508,6 +512,38 @@ func (s *Service) GetAccount(ctx context.Context, p authn.Principal, accountID i
 	}
 	a, _, err := s.store.Account(ctx, p.CustomerID, accountID)
 	return a, err
+}
+
+// DeleteAccount deletes an account of the caller's customer. Admins only;
+// the caller's own account is refused (conflict: another admin deletes it),
+// so a customer always keeps an admin. The account is disabled, not erased:
+// its id stays meaningful where tickets and events name it, and its e-mail
+// address stays taken. Its tokens are refused from then on: revoked before
+// the account is disabled (a failure changes nothing) and again after, for
+// a login that raced the change.
+func (s *Service) DeleteAccount(ctx context.Context, p authn.Principal, accountID int64) error {
+	if p.Role != authn.RoleAdmin {
+		return apperr.E(apperr.Forbidden, "only admins can delete accounts")
+	}
+	if accountID == p.AccountID {
+		return apperr.E(apperr.Conflict, "you cannot delete your own account; another admin can")
+	}
+	// Only an account of the caller's customer is revoked (nothing is
+	// learnt or changed of another customer's).
+	if _, _, err := s.store.Account(ctx, p.CustomerID, accountID); err != nil {
+		return err
+	}
+	now := s.now()
+	if err := s.revoker.RevokeAccountBefore(ctx, accountID, now); err != nil {
+		return apperr.Wrap(apperr.Unavailable, err, "the account could not be deleted now; try again")
+	}
+	if err := s.store.DisableAccount(ctx, p.CustomerID, accountID, now); err != nil {
+		return err
+	}
+	if err := s.revoker.RevokeAccountBefore(ctx, accountID, s.now()); err != nil {
+		s.log.WarnContext(ctx, "deleted account: second revocation failed", "accountID", accountID, "error", err.Error())
+	}
+	return nil
 }
 
 // SetAvailability sets whether the caller's own account takes tickets. Any

@@ -206,6 +206,22 @@ func (h *Handlers) getAccount(c *gin.Context) error {
 	return nil
 }
 
+func (h *Handlers) deleteAccount(c *gin.Context) error {
+	p, err := authn.Must(c.Request.Context())
+	if err != nil {
+		return err
+	}
+	id, err := httpserver.PathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteAccount(c.Request.Context(), p, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
 type availabilityRequest struct {
 	// A pointer, so a missing value is told apart from false.
 	Available *bool `json:"available"`

@@ -20,6 +20,7 @@ func (h *Handlers) Routes(e *gin.Engine, requireToken gin.HandlerFunc) {
 	p.GET("/api/Accounts", h.s.Handle(h.listAccounts))
 	p.POST("/api/Accounts", h.s.Handle(h.createAccount))
 	p.GET("/api/Accounts/:id", h.s.Handle(h.getAccount))
+	p.DELETE("/api/Accounts/:id", h.s.Handle(h.deleteAccount))
 	// Gin keeps a tree per method, and since 1.8 a static segment may sit
 	// beside a parameter anyway, so "me" does not clash with :id.
 	p.PUT("/api/Accounts/me/availability", h.s.Handle(h.setAvailability))

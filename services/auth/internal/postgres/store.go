@@ -218,6 +218,21 @@ func (s *Store) SetAvailability(ctx context.Context, customerID, accountID int64
 	return nil
 }
 
+// DisableAccount disables an enabled account of the customer; it is no
+// longer available either.
+func (s *Store) DisableAccount(ctx context.Context, customerID, accountID int64, now time.Time) error {
+	tag, err := s.db.Exec(ctx, `UPDATE accounts SET disabled_at = $3, available = false,
+			available_changed_at = CASE WHEN available THEN $3 ELSE available_changed_at END
+		WHERE customer_id = $1 AND account_id = $2 AND disabled_at IS NULL`, customerID, accountID, now)
+	if err != nil {
+		return postgres.Error(err, "account")
+	}
+	if tag.RowsAffected() == 0 {
+		return postgres.Error(pgx.ErrNoRows, "account")
+	}
+	return nil
+}
+
 // AccountsOf returns enabled accounts of a live customer: those of
 // accountIDs that are the customer's, or with none every admin and agent.
 func (s *Store) AccountsOf(ctx context.Context, customerID int64, accountIDs []int64) ([]auth.Account, error) {

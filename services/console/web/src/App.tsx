@@ -155,7 +155,7 @@ export function App() {
         {route.page === "inbox" && <Inbox query={route.query} me={me} />}
         {route.page === "ticket" && <TicketView id={route.id} me={me} />}
         {route.page === "accounts" && <Accounts me={me} />}
-        {route.page === "channels" && <Channels me={me} />}
+        {route.page === "channels" && <Channels me={me} connect={route.query} />}
         {route.page === "topics" && <Topics me={me} />}
         {route.page === "notfound" && (
           <section>

@@ -1,5 +1,7 @@
 // A small history router: the console's pages are /, /tickets/<id>,
-// the admin pages /admin/accounts, /admin/channels and /admin/topics,
+// the admin pages /admin/accounts, /admin/channels (also at
+// /admin/connections, where the Microsoft 365 connect flow ends with its
+// outcome in the query) and /admin/topics,
 // /signin, /forgot-password and /reset-password (the page of the mailed
 // reset link, AUTH_RESET_URL); the console binary answers index.html for
 // each.
@@ -10,7 +12,7 @@ export type Route =
   | { page: "ticket"; id: number }
   | { page: "signin" }
   | { page: "accounts" }
-  | { page: "channels" }
+  | { page: "channels"; query?: URLSearchParams }
   | { page: "topics" }
   | { page: "forgot-password" }
   | { page: "reset-password" }
@@ -22,6 +24,7 @@ export function parse(loc: Location): Route {
   if (path === "/signin") return { page: "signin" };
   if (path === "/admin/accounts") return { page: "accounts" };
   if (path === "/admin/channels") return { page: "channels" };
+  if (path === "/admin/connections") return { page: "channels", query: new URLSearchParams(loc.search) };
   if (path === "/admin/topics") return { page: "topics" };
   if (path === "/forgot-password") return { page: "forgot-password" };
   if (path === "/reset-password") return { page: "reset-password" };

@@ -3,10 +3,13 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"supportplatform.dev/pkg/apperr"
 	"supportplatform.dev/pkg/authn"
 	"supportplatform.dev/pkg/httpcrud"
 	"supportplatform.dev/pkg/httpserver"
@@ -89,16 +92,80 @@ func (h *Handlers) deleteConnection(c *gin.Context) error {
 	return httpcrud.DeleteOne(c, h.connections.DeleteConnection)
 }
 
+// consoleConnectionsPage is the console's page of the connections, where a
+// browser's connect flow ends. A fixed relative path on the platform's own
+// origin: nothing of the request is used to build the redirect but the
+// attempt's connection id (a number the platform made) and an error code of
+// a fixed list, so the callback can redirect nowhere else (no open
+// redirect) and carries no provider text to the page.
+const consoleConnectionsPage = "/admin/connections"
+
+// callbackCodes are the error codes a redirect to the console may carry;
+// any other is reported as internal.
+var callbackCodes = map[apperr.Code]bool{
+	apperr.Invalid: true, apperr.NotFound: true, apperr.Conflict: true, apperr.RateLimited: true,
+	apperr.Unavailable: true, apperr.Internal: true,
+}
+
+// consoleOutcome is the console address of a finished connect flow:
+// code "" is success.
+func consoleOutcome(connectionID int64, code apperr.Code) string {
+	q := url.Values{}
+	if connectionID > 0 {
+		q.Set("connection", strconv.FormatInt(connectionID, 10))
+	}
+	if code == "" {
+		q.Set("outcome", "connected")
+	} else {
+		if !callbackCodes[code] {
+			code = apperr.Internal
+		}
+		q.Set("outcome", "error")
+		q.Set("code", string(code))
+	}
+	return consoleConnectionsPage + "?" + q.Encode()
+}
+
 // connectionCallback is the redirect URI registered on the app: the
 // browser comes back from Microsoft with the sign-in's or the consent's
 // answer, without a platform token. The sign-in's answer is redirected on
-// to admin consent; the consent's ends with the connected connection (200)
-// and every failure with a problem.
+// to admin consent. The consent's ends with the connected connection (200)
+// and every failure with a problem, for an API client; a browser's
+// navigation (Accept ranks text/html above JSON) is sent on instead (303)
+// to the console's connections page with the outcome in the query.
 func (h *Handlers) connectionCallback(c *gin.Context) error {
 	// The URL carries a code and a state: keep it out of caches and out of
 	// the Referer of whatever the browser loads next.
 	c.Header("Cache-Control", "no-store")
 	c.Header("Referrer-Policy", "no-referrer")
+	browser := httpserver.PrefersHTML(c.GetHeader("Accept"))
+	res, err := h.callback(c)
+	if err != nil {
+		if !browser {
+			return err
+		}
+		redirect(c, http.StatusSeeOther, consoleOutcome(res.ConnectionID, h.s.Outcome(c, err)))
+		return nil
+	}
+	if res.Redirect != "" {
+		redirect(c, http.StatusFound, res.Redirect)
+		return nil
+	}
+	if browser {
+		redirect(c, http.StatusSeeOther, consoleOutcome(res.Connection.ID, ""))
+		return nil
+	}
+	c.JSON(http.StatusOK, toConnection(*res.Connection))
+	return nil
+}
+
+// redirect answers without a body: the browser follows the Location.
+func redirect(c *gin.Context, status int, location string) {
+	c.Header("Location", location)
+	c.Status(status)
+}
+
+func (h *Handlers) callback(c *gin.Context) (mail.CallbackResult, error) {
 	// The one parser of every route: a parameter given twice (a second
 	// state or tenant slipped into the URL) is a 400.
 	q := httpserver.NewQuery(c)
@@ -106,18 +173,7 @@ func (h *Handlers) connectionCallback(c *gin.Context) error {
 		Code: q.Get("code"), State: q.Get("state"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
 		Tenant: q.Get("tenant"), AdminConsent: q.Get("admin_consent"), Scope: q.Get("scope")}
 	if err := q.Err(); err != nil {
-		return err
+		return mail.CallbackResult{}, err
 	}
-	res, err := h.connections.Callback(c.Request.Context(), in)
-	if err != nil {
-		return err
-	}
-	if res.Redirect != "" {
-		// Without a body: the browser follows the Location.
-		c.Header("Location", res.Redirect)
-		c.Status(http.StatusFound)
-		return nil
-	}
-	c.JSON(http.StatusOK, toConnection(*res.Connection))
-	return nil
+	return h.connections.Callback(c.Request.Context(), in)
 }

@@ -241,10 +241,13 @@ func (in CallbackInput) Validate() error {
 }
 
 // CallbackResult is where the callback ends: a redirect (to admin consent)
-// or the connected connection.
+// or the connected connection. ConnectionID is the attempt's connection
+// once the state is known, beside an error too (the attempt has failed),
+// so that a browser can be shown which one.
 type CallbackResult struct {
-	Redirect   string
-	Connection *Connection
+	Redirect     string
+	Connection   *Connection
+	ConnectionID int64
 }
 
 // Callback takes Microsoft's answer. The state is taken (single use)
@@ -276,6 +279,7 @@ func (s *ConnectionService) Callback(ctx context.Context, in CallbackInput) (Cal
 			s.log.WarnContext(ctx, "connection attempt not marked failed", "connectionID", st.ConnectionID, "error", ferr.Error())
 		}
 	}
+	res.ConnectionID = st.ConnectionID
 	return res, err
 }
 

@@ -142,7 +142,8 @@ func TestConnectionFlowBindsTheVerifiedTenant(t *testing.T) {
 	}
 	answer := e.browse(t, consent)
 	res, err := e.svc.Callback(ctx, answer)
-	if err != nil || res.Connection == nil || res.Connection.Status != mail.ConnectionConnected || res.Connection.TenantID != tenantX {
+	if err != nil || res.Connection == nil || res.Connection.Status != mail.ConnectionConnected || res.Connection.TenantID != tenantX ||
+		res.ConnectionID != started.ID {
 		t.Fatalf("consent callback %+v %v", res, err)
 	}
 	// The state was single use.
@@ -192,8 +193,12 @@ func TestConnectionCallbackRefusals(t *testing.T) {
 		started, consent := e.signIn(t, 1, "admin@x.example")
 		in := e.browse(t, consent)
 		in.Tenant = tenantY
-		_, err := e.svc.Callback(ctx, in)
+		res, err := e.svc.Callback(ctx, in)
 		wantCode(t, err, apperr.Invalid, "tenant")
+		// The failed attempt is named, for the console's page.
+		if res.ConnectionID != started.ID || res.Connection != nil || res.Redirect != "" {
+			t.Errorf("result beside the error %+v, want connection %d only", res, started.ID)
+		}
 		if ok, _ := e.store.TenantConnected(ctx, 1, tenantY); ok {
 			t.Error("tenant Y connected")
 		}
@@ -230,8 +235,11 @@ func TestConnectionCallbackRefusals(t *testing.T) {
 	})
 	t.Run("forged state and oversized parameters", func(t *testing.T) {
 		e := newConnEnv(t)
-		_, err := e.svc.Callback(ctx, mail.CallbackInput{State: "forged", Code: "x"})
+		res, err := e.svc.Callback(ctx, mail.CallbackInput{State: "forged", Code: "x"})
 		wantCode(t, err, apperr.Invalid, "state")
+		if res.ConnectionID != 0 {
+			t.Errorf("a forged state names connection %d", res.ConnectionID)
+		}
 		_, err = e.svc.Callback(ctx, mail.CallbackInput{State: "s", Code: strings.Repeat("c", 5000)})
 		wantCode(t, err, apperr.Invalid, "code")
 		_, err = e.svc.Callback(ctx, mail.CallbackInput{State: "s", ErrorDescription: strings.Repeat("d", 3000)})

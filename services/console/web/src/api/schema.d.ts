@@ -158,7 +158,11 @@ export interface paths {
         get: operations["getAccount"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an account of the authenticated customer. Admins only.
+         * @description The account can no longer log in, its tokens are refused from then on, it is no longer listed and tickets can no longer be assigned to it; its e-mail address stays taken (the account is disabled, not erased, so where tickets and events name its id they stay meaningful). An admin cannot delete their own account (409; another admin can), so a customer always keeps an admin. Another customer's account, or one already deleted, is 404.
+         */
+        delete: operations["deleteAccount"];
         options?: never;
         head?: never;
         patch?: never;
@@ -906,6 +910,13 @@ export interface paths {
          *     access_denied; a consent for another tenant than the verified
          *     sign-in) is a problem document and connects nothing; a tenant already
          *     connected to another customer is 409 and stays with it.
+         *
+         *     A browser's navigation (an `Accept` that ranks `text/html` above
+         *     JSON) is not shown those documents: the end of the flow, success or
+         *     failure, is a 303 to the console's page `/admin/connections` with the
+         *     outcome in the query. The target is that fixed relative path; the
+         *     query holds only the connection's id and, on failure, a code of a
+         *     fixed list, never text of the request.
          */
         get: operations["providerConnectionCallback"];
         put?: never;
@@ -2729,6 +2740,34 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    deleteAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A positive integer id of the customer's record; anything else is a 400, another customer's id a 404. */
+                id: components["parameters"]["Id"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account is deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     setMyAvailability: {
         parameters: {
             query?: never;
@@ -4547,6 +4586,24 @@ export interface operations {
             302: {
                 headers: {
                     /** @description The identity platform's adminconsent URL for the verified tenant. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description A browser's navigation: the flow has ended (connected or failed);
+             *     on to the console's connections page.
+             */
+            303: {
+                headers: {
+                    /**
+                     * @description `/admin/connections?connection=<id>&outcome=connected`, or
+                     *     `/admin/connections?connection=<id>&outcome=error&code=<code>`
+                     *     (no `connection` when the state named no attempt), `code`
+                     *     one of invalid, not_found, conflict, rate_limited,
+                     *     unavailable, internal.
+                     */
                     Location?: string;
                     [name: string]: unknown;
                 };

@@ -4,25 +4,43 @@ import type { Me } from "../App";
 
 type Role = Schemas["CreateAccountRequest"]["role"];
 
-/** /admin/accounts: the customer's accounts and a form for a new one
- * (admins only: the API answers an agent 403, and the console does not
+const accountsPageSize = 50;
+
+/** /admin/accounts: the customer's accounts, each deletable after a
+ * confirmation (but one's own: the API refuses it), and a form for a new
+ * one (admins only: the API answers an agent 403, and the console does not
  * offer the page to one). */
 export function Accounts(props: { me: Me | null }) {
   const [page, setPage] = useState<Schemas["AccountPage"] | null>(null);
   const [pageNumber, setPageNumber] = useState(1);
   const [problem, setProblem] = useState<Problem | null>(null);
   const [reload, setReload] = useState(0);
+  const [confirming, setConfirming] = useState<number | null>(null);
+  const [rowProblem, setRowProblem] = useState<{ id: number; problem: Problem } | null>(null);
+  const [deleted, setDeleted] = useState<string | null>(null);
 
   const admin = props.me?.account.role === "admin";
   useEffect(() => {
     if (!admin) return;
-    void api.GET("/api/Accounts", { params: { query: { pageNumber, pageSize: 50 } } }).then(({ data, error, response }) => {
+    void api.GET("/api/Accounts", { params: { query: { pageNumber, pageSize: accountsPageSize } } }).then(({ data, error, response }) => {
       if (data) {
+        if (data.items.length === 0 && pageNumber > 1) setPageNumber(Math.max(1, data.totalPages));
         setPage(data);
         setProblem(null);
       } else setProblem(asProblem(error, response));
     });
   }, [pageNumber, reload, admin]);
+
+  const remove = async (a: Schemas["Account"]) => {
+    setConfirming(null);
+    setRowProblem(null);
+    setDeleted(null);
+    const { error, response } = await api.DELETE("/api/Accounts/{id}", { params: { path: { id: a.accountID } } });
+    if (response.ok) {
+      setDeleted(`${a.email} is deleted: it can no longer sign in.`);
+      setReload((n) => n + 1);
+    } else setRowProblem({ id: a.accountID, problem: asProblem(error, response) });
+  };
 
   if (props.me !== null && props.me.account.role !== "admin") {
     return (
@@ -42,9 +60,17 @@ export function Accounts(props: { me: Me | null }) {
           {problemText(problem)}
         </p>
       )}
+      {deleted && (
+        <p class="ok" role="status">
+          {deleted}
+        </p>
+      )}
       {page && (
         <>
           <p class="summary">
+            {page.items.length > 0 && page.items.length < page.totalCount
+              ? `${(pageNumber - 1) * accountsPageSize + 1}–${(pageNumber - 1) * accountsPageSize + page.items.length} of `
+              : ""}
             {page.totalCount} account{page.totalCount === 1 ? "" : "s"}
           </p>
           <table class="tickets">
@@ -55,6 +81,9 @@ export function Accounts(props: { me: Me | null }) {
                 <th scope="col">Role</th>
                 <th scope="col">Available</th>
                 <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -65,6 +94,36 @@ export function Accounts(props: { me: Me | null }) {
                   <td>{a.role}</td>
                   <td>{a.available ? "Yes" : "No"}</td>
                   <td>{new Date(a.createdAt).toLocaleDateString()}</td>
+                  <td>
+                    {a.accountID === props.me?.account.accountID ? (
+                      <span class="hint">you</span>
+                    ) : (
+                      <div class="row-actions">
+                        {confirming === a.accountID ? (
+                          <>
+                            <button type="button" class="danger delete confirm-delete" onClick={() => void remove(a)}>
+                              Really delete?
+                            </button>
+                            <button type="button" class="secondary cancel-delete" onClick={() => setConfirming(null)}>
+                              Keep
+                            </button>
+                          </>
+                        ) : (
+                          <button type="button" class="secondary delete" onClick={() => {
+                            setConfirming(a.accountID);
+                            setRowProblem(null);
+                          }}>
+                            Delete
+                          </button>
+                        )}
+                      </div>
+                    )}
+                    {rowProblem?.id === a.accountID && (
+                      <p class="row-problem" role="alert">
+                        Not deleted: {problemText(rowProblem.problem)}
+                      </p>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>

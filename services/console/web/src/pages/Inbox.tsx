@@ -2,6 +2,8 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asProblem, problemText, type Problem, type Schemas, type Ticket } from "../api/client";
 import type { operations } from "../api/schema";
 import type { Me } from "../App";
+import { Chooser } from "../components/Chooser";
+import { accountChoices, channelChoices, topicChoices, topicLabel } from "../components/choices";
 import { live } from "../live";
 import { linkTo, navigate } from "../router";
 
@@ -48,23 +50,22 @@ function fmtDate(s: string): string {
 
 interface Options {
   channels: Schemas["Channel"][];
-  topics: Schemas["Topic"][];
   accounts: Schemas["Account"][];
 }
 
+/** The first 100 channels and accounts, for the names in the rows (the
+ * filters' choosers page through all). */
 function useOptions(me: Me | null): Options {
-  const [o, setO] = useState<Options>({ channels: [], topics: [], accounts: [] });
+  const [o, setO] = useState<Options>({ channels: [], accounts: [] });
   const admin = me?.account.role === "admin";
   useEffect(() => {
     void Promise.all([
       api.GET("/api/Channels", { params: { query: { pageSize: 100 } } }),
-      api.GET("/api/Topics", { params: { query: { pageSize: 100, sort: "name" } } }),
       // Admins only; an agent filters by "mine" or any.
       admin ? api.GET("/api/Accounts", { params: { query: { pageSize: 100 } } }) : Promise.resolve({ data: undefined }),
-    ]).then(([c, t, a]) =>
+    ]).then(([c, a]) =>
       setO({
         channels: (c.data?.items ?? []).filter((ch) => !ch.isDeleted),
-        topics: t.data?.items ?? [],
         accounts: (a.data?.items ?? []).filter((acc) => acc.role !== "integration"),
       }),
     );
@@ -117,6 +118,9 @@ function EndUserFilter(props: { value: string; onChange: (id: string) => void })
   );
 }
 
+/** An agent chooses no other account (the API would refuse its token). */
+const noChoices = () => Promise.resolve({ items: [], totalCount: 0, totalPages: 0 });
+
 const bulkActions = [
   { value: "close", label: "Close", done: "closed" },
   { value: "reopen", label: "Reopen", done: "reopened" },
@@ -126,7 +130,7 @@ const bulkActions = [
 
 /** Bulk close, reopen, escalate or assign the checked tickets: the API
  * changes all of them or none, and names the ids it refused. */
-function BulkBar(props: { ids: number[]; me: Me | null; accounts: Schemas["Account"][]; onDone: () => void }) {
+function BulkBar(props: { ids: number[]; me: Me | null; onDone: () => void }) {
   const [action, setAction] = useState<(typeof bulkActions)[number]["value"]>("close");
   const [rep, setRep] = useState("");
   const [busy, setBusy] = useState(false);
@@ -164,17 +168,15 @@ function BulkBar(props: { ids: number[]; me: Me | null; accounts: Schemas["Accou
       {action === "assign" && (
         <>
           <label for="bulk-rep">Assignee</label>
-          <select id="bulk-rep" value={rep} onChange={(e) => setRep(e.currentTarget.value)}>
-            <option value="">Choose…</option>
-            <option value="mine">Me</option>
-            {props.accounts
-              .filter((a) => a.accountID !== props.me?.account.accountID)
-              .map((a) => (
-                <option key={a.accountID} value={String(a.accountID)}>
-                  {a.name}
-                </option>
-              ))}
-          </select>
+          <Chooser
+            id="bulk-rep"
+            label="Assignee"
+            value={rep}
+            onChange={setRep}
+            placeholder="Choose…"
+            fixed={[{ value: "mine", label: "Me" }]}
+            load={props.me?.account.role === "admin" ? accountChoices(props.me.account.accountID) : noChoices}
+          />
         </>
       )}
       <button
@@ -364,40 +366,20 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
         </div>
         <div class="field">
           <label for="f-channel">Channel</label>
-          <select id="f-channel" value={query.get("channel") ?? ""} onChange={(e) => set({ channel: e.currentTarget.value })}>
-            <option value="">Any channel</option>
-            {opts.channels.map((c) => (
-              <option key={c.channelID} value={String(c.channelID)}>
-                {c.name}
-              </option>
-            ))}
-          </select>
+          <Chooser id="f-channel" label="Channel" value={query.get("channel") ?? ""} onChange={(v) => set({ channel: v })}
+            placeholder="Any channel" load={channelChoices} />
         </div>
         <EndUserFilter value={query.get("endUser") ?? ""} onChange={(v) => set({ endUser: v })} />
         <div class="field">
           <label for="f-assignee">Assignee</label>
-          <select id="f-assignee" value={query.get("assignee") ?? ""} onChange={(e) => set({ assignee: e.currentTarget.value })}>
-            <option value="">Anyone</option>
-            <option value="mine">Mine</option>
-            {opts.accounts
-              .filter((a) => a.accountID !== me?.account.accountID)
-              .map((a) => (
-                <option key={a.accountID} value={String(a.accountID)}>
-                  {a.name}
-                </option>
-              ))}
-          </select>
+          <Chooser id="f-assignee" label="Assignee" value={query.get("assignee") ?? ""} onChange={(v) => set({ assignee: v })}
+            placeholder="Anyone" fixed={[{ value: "mine", label: "Mine" }]}
+            load={me?.account.role === "admin" ? accountChoices(me.account.accountID) : noChoices} reloadKey={me?.account.role} />
         </div>
         <div class="field">
           <label for="f-topic">Topic</label>
-          <select id="f-topic" value={query.get("topic") ?? ""} onChange={(e) => set({ topic: e.currentTarget.value })}>
-            <option value="">Any topic</option>
-            {opts.topics.map((t) => (
-              <option key={t.topicID} value={String(t.topicID)}>
-                {t.name}
-              </option>
-            ))}
-          </select>
+          <Chooser id="f-topic" label="Topic" value={query.get("topic") ?? ""} onChange={(v) => set({ topic: v })}
+            placeholder="Any topic" load={topicChoices} search labelOf={topicLabel} />
         </div>
         <div class="field">
           <label for="f-from">Created from</label>
@@ -448,7 +430,6 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
       <BulkBar
         ids={[...checked]}
         me={me}
-        accounts={opts.accounts}
         onDone={() => {
           setChecked(new Set());
           setReload((n) => n + 1);

@@ -4,7 +4,12 @@ import type { Me } from "../App";
 import { live } from "../live";
 import { session } from "../session";
 import { linkTo, navigate } from "../router";
+import { Chooser } from "../components/Chooser";
+import { accountChoices } from "../components/choices";
 import { MessageTopics, PromptDocuments, Translate } from "../components/MessageTools";
+
+/** An agent assigns to themselves or to nobody only. */
+const noAccounts = () => Promise.resolve({ items: [], totalCount: 0, totalPages: 0 });
 
 type Status = Ticket["status"];
 
@@ -509,28 +514,24 @@ export function TicketView(props: { id: number; me: Me | null }) {
       </dl>
       <div class="status-change">
         <label for="assign">Assign to</label>
-        <select
+        <Chooser
           id="assign"
+          label="Assign to"
           value=""
           disabled={busy}
-          onChange={(e) => {
-            const v = e.currentTarget.value;
+          onChange={(v) => {
             if (v !== "") void assign(v);
           }}
-          aria-invalid={assignProblem ? true : undefined}
-          aria-describedby={assignProblem ? "assign-error" : undefined}
-        >
-          <option value="">Choose…</option>
-          <option value="me">Me</option>
-          <option value="none">Nobody</option>
-          {accounts
-            .filter((a) => a.accountID !== props.me?.account.accountID)
-            .map((a) => (
-              <option key={a.accountID} value={String(a.accountID)}>
-                {a.name}
-              </option>
-            ))}
-        </select>
+          invalid={!!assignProblem}
+          describedBy={assignProblem ? "assign-error" : undefined}
+          placeholder="Choose…"
+          fixed={[
+            { value: "me", label: "Me" },
+            { value: "none", label: "Nobody" },
+          ]}
+          load={admin ? accountChoices(props.me?.account.accountID) : noAccounts}
+          reloadKey={admin}
+        />
         {assignProblem && (
           <p id="assign-error" class="field-error" role="alert">
             {assignProblem.errors?.customerRepID ?? problemText(assignProblem)}

@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asProblem, problemText, type Problem, type Schemas } from "../../api/client";
 import type { Me } from "../../App";
 import { AdminOnly, bool, Pager, Resource, str, type ResourceSpec, type Values } from "./Resource";
@@ -14,11 +14,12 @@ const when = (s: string | null | undefined) => (s ? new Date(s).toLocaleString()
 
 /** /admin/channels: the customer's channels, the selected channel's
  * folders and its mail retrieval switch, and the Microsoft 365 tenants
- * connected to the customer. */
-export function Channels(props: { me: Me | null }) {
+ * connected to the customer. /admin/connections is the same page where
+ * the connect flow ends: connect holds its outcome (the callback's query). */
+export function Channels(props: { me: Me | null; connect?: URLSearchParams | undefined }) {
   return (
     <AdminOnly me={props.me} title="Channels">
-      <ChannelsPage />
+      <ChannelsPage connect={props.connect} />
     </AdminOnly>
   );
 }
@@ -37,7 +38,7 @@ function channelBody(v: Values): Schemas["ChannelRequest"] {
   };
 }
 
-function ChannelsPage() {
+function ChannelsPage(props: { connect?: URLSearchParams | undefined }) {
   const [selected, setSelected] = useState<Channel | null>(null);
   // A switch changes the channel's autoRetrieveEmails: read the list again.
   const [toggled, setToggled] = useState(0);
@@ -112,7 +113,7 @@ function ChannelsPage() {
       <h1 id="channels-page-title">Channels and folders</h1>
       <Resource spec={spec} />
       {selected && <ChannelFolders key={selected.channelID} channel={selected} onToggled={() => setToggled((n) => n + 1)} />}
-      <Connections />
+      <Connections outcome={props.connect} />
     </section>
   );
 }
@@ -210,15 +211,57 @@ function ChannelFolders(props: { channel: Channel; onToggled: () => void }) {
   );
 }
 
+interface Banner {
+  ok: boolean;
+  text: string;
+}
+
+/** What a failed connect flow's code (a fixed list, services/mail) means. */
+const connectCodes: Record<string, string> = {
+  invalid:
+    "Microsoft's answer was not accepted: the sign-in or the consent was declined, the attempt had expired or was already answered, or the consent was for another tenant.",
+  not_found: "The connection attempt was not found; start it again.",
+  conflict: "This Microsoft 365 tenant is already connected to another customer.",
+  rate_limited: "Too many attempts; wait a moment and start again.",
+  unavailable: "The Microsoft identity platform could not be reached; start the connection again.",
+  internal: "An unexpected error ended the connection; start it again.",
+};
+
+/** The banner of a finished connect flow. The query only says which
+ * connection to look at: its status and reason are read from the API, so a
+ * crafted link cannot show a false success, and no text of the address is
+ * shown. */
+async function connectOutcome(q: URLSearchParams): Promise<Banner | null> {
+  const outcome = q.get("outcome");
+  if (outcome !== "connected" && outcome !== "error") return null;
+  const raw = q.get("connection") ?? "";
+  const codeText = connectCodes[q.get("code") ?? ""] ?? connectCodes["internal"] ?? "";
+  if (!/^[1-9]\d{0,17}$/.test(raw)) return outcome === "error" ? { ok: false, text: `The tenant was not connected. ${codeText}` } : null;
+  const { data } = await api.GET("/api/ProviderConnections/{id}", { params: { path: { id: Number(raw) } } });
+  if (!data) return { ok: false, text: `The tenant was not connected. ${codeText}` };
+  if (data.status === "connected") {
+    return {
+      ok: true,
+      text: `The Microsoft 365 tenant ${data.providerTenantID ?? ""} is connected${data.signedInAs ? ` (signed in as ${data.signedInAs})` : ""}. An e-mail channel can now use it.`,
+    };
+  }
+  return { ok: false, text: `The tenant was not connected: ${data.lastError ?? codeText}` };
+}
+
 /** The Microsoft 365 tenants: a connection starts here and goes on at
- * Microsoft (same tab), which brings the browser back to the callback. */
-function Connections() {
+ * Microsoft (same tab), which brings the browser back to the callback and
+ * the callback back here (/admin/connections) with the outcome. */
+function Connections(props: { outcome?: URLSearchParams | undefined }) {
   const [page, setPage] = useState<Schemas["ProviderConnectionPage"] | null>(null);
   const [pageNumber, setPageNumber] = useState(1);
   const [reload, setReload] = useState(0);
   const [problem, setProblem] = useState<Problem | null>(null);
   const [loginHint, setLoginHint] = useState("");
   const [busy, setBusy] = useState(false);
+  const [banner, setBanner] = useState<Banner | null>(null);
+  const [confirming, setConfirming] = useState<number | null>(null);
+  const [rowProblem, setRowProblem] = useState<{ id: number; problem: Problem } | null>(null);
+  const bannerRef = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     void api.GET("/api/ProviderConnections", { params: { query: { pageNumber, pageSize: 20 } } }).then(({ data, error, response }) => {
@@ -227,10 +270,25 @@ function Connections() {
     });
   }, [pageNumber, reload]);
 
+  useEffect(() => {
+    if (!props.outcome) return;
+    const q = props.outcome;
+    // A reload of the page must not announce the outcome again.
+    history.replaceState(null, "", "/admin/connections");
+    void connectOutcome(q).then((b) => {
+      setBanner(b);
+      setReload((n) => n + 1);
+    });
+  }, [props.outcome]);
+  useEffect(() => {
+    bannerRef.current?.scrollIntoView({ block: "center" });
+  }, [banner]);
+
   const connect = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setProblem(null);
+    setBanner(null);
     const hint = loginHint.trim();
     const { data, error, response } = await api.POST("/api/ProviderConnections", {
       body: { provider: "microsoft365", ...(hint ? { loginHint: hint } : {}) },
@@ -243,14 +301,21 @@ function Connections() {
     setProblem(asProblem(error, response));
   };
   const remove = async (c: Connection) => {
+    setConfirming(null);
+    setRowProblem(null);
     const { error, response } = await api.DELETE("/api/ProviderConnections/{id}", { params: { path: { id: c.connectionID } } });
     if (response.ok) setReload((n) => n + 1);
-    else setProblem(asProblem(error, response));
+    else setRowProblem({ id: c.connectionID, problem: asProblem(error, response) });
   };
 
   return (
     <section class="connections" aria-labelledby="connections-title">
       <h2 id="connections-title">Microsoft 365 tenants</h2>
+      {banner && (
+        <div ref={bannerRef} class={banner.ok ? "banner banner-ok" : "banner banner-error"} role={banner.ok ? "status" : "alert"} data-outcome={banner.ok ? "connected" : "error"}>
+          {banner.text}
+        </div>
+      )}
       {problem && (
         <p class="error" role="alert">
           {problemText(problem)}
@@ -259,6 +324,9 @@ function Connections() {
       {page && page.items.length === 0 && <p class="summary">No tenant is connected yet.</p>}
       {page && page.items.length > 0 && (
         <>
+          <p class="summary">
+            {page.totalCount} tenant{page.totalCount === 1 ? "" : "s"}
+          </p>
           <table class="tickets">
             <thead>
               <tr>
@@ -284,9 +352,30 @@ function Connections() {
                   <td>{when(c.dateCreated)}</td>
                   <td>{when(c.dateConnected)}</td>
                   <td>
-                    <button type="button" class="secondary delete" onClick={() => void remove(c)}>
-                      Delete
-                    </button>
+                    <div class="row-actions">
+                      {confirming === c.connectionID ? (
+                        <>
+                          <button type="button" class="danger delete confirm-delete" onClick={() => void remove(c)}>
+                            Really delete?
+                          </button>
+                          <button type="button" class="secondary cancel-delete" onClick={() => setConfirming(null)}>
+                            Keep
+                          </button>
+                        </>
+                      ) : (
+                        <button type="button" class="secondary delete" onClick={() => {
+                          setConfirming(c.connectionID);
+                          setRowProblem(null);
+                        }}>
+                          Delete
+                        </button>
+                      )}
+                    </div>
+                    {rowProblem?.id === c.connectionID && (
+                      <p class="row-problem" role="alert">
+                        Not deleted: {problemText(rowProblem.problem)}
+                      </p>
+                    )}
                   </td>
                 </tr>
               ))}

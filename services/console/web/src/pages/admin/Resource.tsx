@@ -1,11 +1,13 @@
 // The admin pages' building blocks: a page reserved to admins, and one
 // editable list (a page of items with paging, a form to create or edit one,
 // delete in two clicks) that each resource fills with its typed API calls.
-// Field errors of a problem+json answer are shown at their field.
+// Field errors of a problem+json answer are shown at their field; a refused
+// delete's problem next to its row.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { asProblem, problemText, type Problem } from "../../api/client";
 import type { Me } from "../../App";
+import { Chooser, type ChooserProps } from "../../components/Chooser";
 
 /** Renders its children for an admin only: an agent gets a plain page and
  * no API call is made for it. */
@@ -29,8 +31,10 @@ export type Values = Record<string, string | boolean>;
 export interface FieldSpec {
   name: string;
   label: string;
-  type?: "text" | "textarea" | "checkbox" | "select" | "number" | "email" | "url";
+  type?: "text" | "textarea" | "checkbox" | "select" | "chooser" | "number" | "email" | "url";
   options?: { value: string; label: string }[];
+  /** For type "chooser": a select over a paged API list. */
+  chooser?: Pick<ChooserProps, "load" | "placeholder" | "search" | "labelOf" | "reloadKey">;
   /** Shown only when this holds for the form's values. */
   showIf?: (v: Values) => boolean;
   createOnly?: boolean;
@@ -110,12 +114,15 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
   const [done, setDone] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [confirming, setConfirming] = useState<number | null>(null);
+  const [rowProblem, setRowProblem] = useState<{ id: number; problem: Problem } | null>(null);
 
   useEffect(() => {
     let stale = false;
     void s.list(pageNumber).then(({ data, error, response }) => {
       if (stale) return;
       if (data) {
+        // The last item of the last page was deleted: show the page before.
+        if (data.items.length === 0 && pageNumber > 1) setPageNumber(Math.max(1, data.totalPages));
         setPage(data);
         setListProblem(null);
       } else setListProblem(asProblem(error, response));
@@ -151,12 +158,13 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
   const remove = async (id: number) => {
     setConfirming(null);
     setDone(null);
+    setRowProblem(null);
     const { error, response } = await s.remove(id);
     if (response.ok) {
       setDone(`The ${s.noun} is deleted.`);
       if (editing === id) reset();
       changed();
-    } else setListProblem(asProblem(error, response));
+    } else setRowProblem({ id, problem: asProblem(error, response) });
   };
 
   const H = s.heading ?? "h2";
@@ -178,7 +186,10 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
       )}
       {page && (
         <>
-          <p class="summary">
+          <p class="summary" data-total={page.totalCount}>
+            {page.items.length > 0 && page.items.length < page.totalCount
+              ? `${(pageNumber - 1) * pageSize + 1}–${(pageNumber - 1) * pageSize + page.items.length} of `
+              : ""}
             {page.totalCount} {s.noun}
             {page.totalCount === 1 ? "" : "s"}
           </p>
@@ -217,15 +228,28 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
                           </button>
                         )}
                         {confirming === id ? (
-                          <button type="button" class="danger delete" onClick={() => void remove(id)}>
-                            Really delete?
-                          </button>
+                          <>
+                            <button type="button" class="danger delete confirm-delete" onClick={() => void remove(id)}>
+                              Really delete?
+                            </button>
+                            <button type="button" class="secondary cancel-delete" onClick={() => setConfirming(null)}>
+                              Keep
+                            </button>
+                          </>
                         ) : (
-                          <button type="button" class="secondary delete" onClick={() => setConfirming(id)}>
+                          <button type="button" class="secondary delete" onClick={() => {
+                            setConfirming(id);
+                            setRowProblem(null);
+                          }}>
                             Delete
                           </button>
                         )}
                         </div>
+                        {rowProblem?.id === id && (
+                          <p class="row-problem" role="alert">
+                            Not deleted: {problemText(rowProblem.problem)}
+                          </p>
+                        )}
                       </td>
                     </tr>
                   );
@@ -258,6 +282,18 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
                   </option>
                 ))}
               </select>
+            );
+          } else if (f.type === "chooser" && f.chooser) {
+            input = (
+              <Chooser
+                id={id}
+                label={f.label}
+                value={sv}
+                onChange={(nv) => set(f.name, nv)}
+                invalid={!!e}
+                describedBy={aria["aria-describedby"]}
+                {...f.chooser}
+              />
             );
           } else if (f.type === "textarea") {
             input = <textarea id={id} rows={4} value={sv} onInput={(ev) => set(f.name, ev.currentTarget.value)} {...aria} />;

@@ -1,6 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { api, type Schemas } from "../../api/client";
 import type { Me } from "../../App";
+import { actionChoices, documentChoices, Name, remember, topicChoices, topicLabel } from "../../components/choices";
 import { AdminOnly, bool, num, optID, Resource, str, type ResourceSpec, type Values } from "./Resource";
 
 type Topic = Schemas["Topic"];
@@ -21,34 +22,10 @@ export function Topics(props: { me: Me | null }) {
   );
 }
 
-interface Options {
-  topics: Topic[];
-  actions: Action[];
-  documents: Doc[];
-}
-
-/** The first 100 of each, for the selects (the lists page through all). */
-function useOptions(version: number): Options {
-  const [o, setO] = useState<Options>({ topics: [], actions: [], documents: [] });
-  useEffect(() => {
-    const query = { pageNumber: 1, pageSize: 100 };
-    void Promise.all([
-      api.GET("/api/Topics", { params: { query: { ...query, sort: "name" } } }),
-      api.GET("/api/Actions", { params: { query } }),
-      api.GET("/api/Documents", { params: { query } }),
-    ]).then(([t, a, d]) => setO({ topics: t.data?.items ?? [], actions: a.data?.items ?? [], documents: d.data?.items ?? [] }));
-  }, [version]);
-  return o;
-}
-
-const pick = (label: string) => [{ value: "", label }];
-
 function TopicsPage() {
   const [version, setVersion] = useState(0);
   const changed = () => setVersion((n) => n + 1);
-  const opts = useOptions(version);
   const [selected, setSelected] = useState<Topic | null>(null);
-  const topicName = (id: number) => opts.topics.find((t) => t.topicID === id)?.name ?? `#${id}`;
 
   const topicBody = (v: Values): Schemas["TopicRequest"] => ({ name: str(v, "name"), description: str(v, "description") });
   const topics: ResourceSpec<Topic> = {
@@ -67,7 +44,11 @@ function TopicsPage() {
     ],
     empty: { name: "", description: "" },
     toValues: (t) => ({ name: t.name, description: t.description }),
-    list: (pageNumber) => api.GET("/api/Topics", { params: { query: { pageNumber, pageSize: 20 } } }),
+    list: async (pageNumber) => {
+      const ans = await api.GET("/api/Topics", { params: { query: { pageNumber, pageSize: 20 } } });
+      if (ans.data) remember("topic", ans.data.items.map((t) => ({ id: t.topicID, name: t.name })));
+      return ans;
+    },
     create: (v) => api.POST("/api/Topics", { body: topicBody(v) }),
     update: (id, v) => api.PUT("/api/Topics/{id}", { params: { path: { id } }, body: topicBody(v) }),
     remove: (id) => {
@@ -175,7 +156,7 @@ function TopicsPage() {
     columns: [
       { label: "Page", cell: (m) => m.urlPattern },
       { label: "Match", cell: (m) => m.matchType },
-      { label: "Topic", cell: (m) => topicName(m.topicID) },
+      { label: "Topic", cell: (m) => <Name kind="topic" id={m.topicID} /> },
     ],
     fields: [
       { name: "urlPattern", label: "Page URL (absolute http or https)", type: "url" },
@@ -188,7 +169,12 @@ function TopicsPage() {
           { value: "prefix", label: "Every page under this URL" },
         ],
       },
-      { name: "topicID", label: "Topic", type: "select", options: [...pick("Choose a topic"), ...opts.topics.map((t) => ({ value: String(t.topicID), label: t.name }))] },
+      {
+        name: "topicID",
+        label: "Topic",
+        type: "chooser",
+        chooser: { load: topicChoices, search: true, placeholder: "Choose a topic", labelOf: topicLabel, reloadKey: version },
+      },
     ],
     empty: { urlPattern: "", matchType: "exact", topicID: "" },
     toValues: (m) => ({ urlPattern: m.urlPattern, matchType: m.matchType, topicID: String(m.topicID) }),
@@ -202,7 +188,7 @@ function TopicsPage() {
     <section aria-labelledby="topics-page-title">
       <h1 id="topics-page-title">Topics</h1>
       <Resource spec={topics} />
-      {selected && <TopicLinks key={selected.topicID} topic={selected} opts={opts} />}
+      {selected && <TopicLinks key={selected.topicID} topic={selected} version={version} />}
       <Resource spec={actions} />
       <Resource spec={documents} />
       <Resource spec={mappings} />
@@ -211,11 +197,8 @@ function TopicsPage() {
 }
 
 /** The selected topic's actions (in priority order) and documents. */
-function TopicLinks(props: { topic: Topic; opts: Options }) {
+function TopicLinks(props: { topic: Topic; version: number }) {
   const topicId = props.topic.topicID;
-  const { actions, documents } = props.opts;
-  const actionName = (id: number) => actions.find((a) => a.actionID === id)?.name ?? `#${id}`;
-  const documentTitle = (id: number) => documents.find((d) => d.documentID === id)?.title ?? `#${id}`;
 
   const topicActions: ResourceSpec<TopicAction> = {
     id: "topic-action",
@@ -224,7 +207,7 @@ function TopicLinks(props: { topic: Topic; opts: Options }) {
     heading: "h3",
     key: (ta) => ta.topicActionID,
     columns: [
-      { label: "Action", cell: (ta) => actionName(ta.actionID) },
+      { label: "Action", cell: (ta) => <Name kind="action" id={ta.actionID} /> },
       { label: "Priority", cell: (ta) => ta.priority },
       { label: "Active", cell: (ta) => (ta.isActive ? "Yes" : "No") },
     ],
@@ -232,9 +215,9 @@ function TopicLinks(props: { topic: Topic; opts: Options }) {
       {
         name: "actionID",
         label: "Action",
-        type: "select",
+        type: "chooser",
         createOnly: true,
-        options: [...pick("Choose an action"), ...actions.map((a) => ({ value: String(a.actionID), label: a.name }))],
+        chooser: { load: actionChoices, placeholder: "Choose an action", reloadKey: props.version },
       },
       { name: "priority", label: "Priority (lower runs first)", type: "number" },
       { name: "isActive", label: "Active", type: "checkbox", createOnly: true },
@@ -255,16 +238,16 @@ function TopicLinks(props: { topic: Topic; opts: Options }) {
     heading: "h3",
     key: (td) => td.topicDocumentID,
     columns: [
-      { label: "Document", cell: (td) => documentTitle(td.documentID) },
+      { label: "Document", cell: (td) => <Name kind="document" id={td.documentID} /> },
       { label: "Relevance", cell: (td) => td.relevanceScore },
     ],
     fields: [
       {
         name: "documentID",
         label: "Document",
-        type: "select",
+        type: "chooser",
         createOnly: true,
-        options: [...pick("Choose a document"), ...documents.map((d) => ({ value: String(d.documentID), label: d.title }))],
+        chooser: { load: documentChoices, placeholder: "Choose a document", reloadKey: props.version },
       },
       { name: "relevanceScore", label: "Relevance (0 to 100)", type: "number" },
     ],
