@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -72,17 +73,32 @@ type Bucket struct {
 	// that does not fit fails with an Unavailable error. Open applies it to
 	// an existing bucket too.
 	MaxBytes int64
+	// Replicas is the copies the bucket keeps (Names.StreamReplicas, from
+	// NATS_REPLICAS); zero: one. Open applies it to an existing bucket too
+	// and logs the change.
+	Replicas int
+	// Log receives the replica change; nil: slog.Default().
+	Log *slog.Logger
 }
 
-// Open creates the bucket when it is missing (file storage, one replica
-// unless the stream already says otherwise) and returns the store.
+// Open creates the bucket when it is missing (file storage, b.Replicas
+// copies), or updates it to b's settings, and returns the store.
 func Open(ctx context.Context, js jetstream.JetStream, b Bucket) (*ObjectStore, error) {
+	replicas := max(b.Replicas, 1)
+	log := b.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := natsbus.ReconcileReplicas(ctx, js, log, contracts.ObjectStream(b.Name), replicas); err != nil {
+		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
+	}
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      b.Name,
 		Description: b.Description,
 		Storage:     jetstream.FileStorage,
 		TTL:         b.MaxAge,
 		MaxBytes:    b.MaxBytes,
+		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
