@@ -94,7 +94,7 @@ func (s *natsSession) send(t *testing.T, cmd string) string {
 func TestStackNATSUsers(t *testing.T) {
 	names := contracts.Names{Prefix: "tn" + randid.Hex(3)}
 	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
-	if err := s.startNATS(t.Context(), names); err != nil {
+	if err := s.startNATS(t.Context(), names, 1); err != nil {
 		t.Fatal(err)
 	}
 	stopped := false
@@ -222,7 +222,7 @@ func (s *natsSession) request(t *testing.T, subject, payload string) string {
 func TestStackNATSAccountLimits(t *testing.T) {
 	names := contracts.Names{Prefix: "tl" + randid.Hex(3)}
 	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
-	if err := s.startNATS(t.Context(), names); err != nil {
+	if err := s.startNATS(t.Context(), names, 1); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.natsProc.stop(10 * time.Second) }()
