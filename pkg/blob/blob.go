@@ -89,21 +89,27 @@ func Open(ctx context.Context, js jetstream.JetStream, b Bucket) (*ObjectStore, 
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := natsbus.ReconcileReplicas(ctx, js, log, contracts.ObjectStream(b.Name), replicas); err != nil {
-		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
-	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      b.Name,
-		Description: b.Description,
-		Storage:     jetstream.FileStorage,
-		TTL:         b.MaxAge,
-		MaxBytes:    b.MaxBytes,
-		Replicas:    replicas,
+	var obs jetstream.ObjectStore
+	var stream jetstream.Stream
+	err := natsbus.RetryTransient(ctx, log, "object store "+b.Name, func(ctx context.Context) error {
+		if err := natsbus.ReconcileReplicas(ctx, js, log, contracts.ObjectStream(b.Name), replicas); err != nil {
+			return err
+		}
+		var err error
+		obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      b.Name,
+			Description: b.Description,
+			Storage:     jetstream.FileStorage,
+			TTL:         b.MaxAge,
+			MaxBytes:    b.MaxBytes,
+			Replicas:    replicas,
+		})
+		if err != nil {
+			return err
+		}
+		stream, err = js.Stream(ctx, contracts.ObjectStream(b.Name))
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
-	}
-	stream, err := js.Stream(ctx, contracts.ObjectStream(b.Name))
 	if err != nil {
 		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
 	}

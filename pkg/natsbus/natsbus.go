@@ -291,13 +291,43 @@ func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 	if cfg.Replicas == 0 {
 		cfg.Replicas = b.Names.StreamReplicas()
 	}
-	if err := ReconcileReplicas(ctx, b.JS, b.log, cfg.Name, cfg.Replicas); err != nil {
-		return err
+	return RetryTransient(ctx, b.log, "stream "+cfg.Name, func(ctx context.Context) error {
+		if err := ReconcileReplicas(ctx, b.JS, b.log, cfg.Name, cfg.Replicas); err != nil {
+			return err
+		}
+		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("natsbus: stream %s: %w", cfg.Name, err)
+		}
+		return nil
+	})
+}
+
+// declareBudget bounds RetryTransient: a cluster elects its leaders in
+// seconds.
+const declareBudget = 60 * time.Second
+
+// RetryTransient runs a declaration (a stream, a bucket, a consumer) until
+// it succeeds, fails for good, or declareBudget passes; each attempt has
+// RequestTimeout. On a cluster a JetStream API request can go unanswered
+// for a moment: another service declared the same stream a moment ago and
+// its leader is not elected yet, or a server just went away.
+func RetryTransient(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, declareBudget)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, RequestTimeout)
+		err := fn(actx)
+		acancel()
+		if err == nil || !apperr.Is(Transient(err), apperr.Unavailable) {
+			return err
+		}
+		log.Warn("nats declaration retried", "what", what, "attempt", attempt, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("natsbus: stream %s: %w", cfg.Name, err)
-	}
-	return nil
 }
 
 // ReconcileReplicas logs, before a create-or-update gives the stream (or an

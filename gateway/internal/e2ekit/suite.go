@@ -34,6 +34,8 @@ type Suite struct {
 	// OTLPEndpoint, when set, turns tracing on in every service and in
 	// Traefik (stack.Options.OTLPEndpoint).
 	OTLPEndpoint string
+	// NATSNodes is 3 for a three-node NATS cluster (stack.Options.NATSNodes).
+	NATSNodes int
 }
 
 // Running is a started suite, handed to the package before its tests run.
@@ -99,6 +101,7 @@ func Main(m *testing.M, s Suite, ready func(Running)) int {
 		Demo: &stack.Account{Customer: s.Name + " E2E", Email: label + "-e2e@example.com", Password: "pw-" + randid.Hex(12),
 			Name: label + " Admin"},
 		OTLPEndpoint: s.OTLPEndpoint,
+		NATSNodes:    s.NATSNodes,
 	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, stackLog.String())
