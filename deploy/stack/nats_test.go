@@ -175,6 +175,7 @@ func TestComposeNATSConfigIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(NATSServerBin, "-t", "-c", path)
+	cmd.Env = []string{NATSServerNameEnv + "=nats-1"}
 	for _, s := range contracts.Services {
 		cmd.Env = append(cmd.Env, ComposeNATSPasswordEnv(s.Name)+"=pw")
 	}

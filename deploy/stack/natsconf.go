@@ -31,6 +31,10 @@ type NATSConfig struct {
 	// ServerName names the server (a cluster's must be unique); empty:
 	// the server picks its id.
 	ServerName string
+	// ServerNameEnv, when set, names the environment variable the server
+	// reads its name from instead (one configuration for every node of a
+	// compose or Kubernetes cluster).
+	ServerNameEnv string
 	// Cluster, when set, makes the server one of a JetStream cluster.
 	Cluster *NATSCluster
 }
@@ -125,7 +129,9 @@ func RenderNATSConfig(c NATSConfig) []byte {
 		return "[" + strings.Join(qs, ", ") + "]"
 	}
 	fmt.Fprintf(&b, "# Generated from the table in pkg/contracts (permissions.go); do not edit.\n")
-	if c.ServerName != "" {
+	if c.ServerNameEnv != "" {
+		fmt.Fprintf(&b, "server_name: $%s\n", c.ServerNameEnv)
+	} else if c.ServerName != "" {
 		fmt.Fprintf(&b, "server_name: %s\n", q(c.ServerName))
 	}
 	fmt.Fprintf(&b, "listen: %s\n", q(c.Listen))

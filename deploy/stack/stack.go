@@ -71,7 +71,7 @@ type Options struct {
 	// NATSNodes is 3 for a NATS cluster of three servers (routes between
 	// them, JetStream on each, every stream with three replicas); 0 or 1:
 	// one server (natscluster.go).
-	NATSNodes int
+	NATSNodes   int
 	JWTIssuer   string // default DefaultJWTIssuer
 	JWTAudience string // default DefaultJWTAudience
 	Infra       *Infra // default LocalInfra

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -83,9 +84,16 @@ func TestLeaderKillsDuringABurst(t *testing.T) {
 	// The last 150 mails wait until both faults are over, so that both
 	// happen while the burst runs.
 	faultsDone := make(chan error, 1)
+	ready := &readiness{byService: map[string]map[int]int{}}
 	go func() {
 		<-reached(150)
-		faultsDone <- runFaults(ctx, faults, reached)
+		pollCtx, stopPolling := context.WithCancel(ctx)
+		polled := make(chan struct{})
+		go func() { defer close(polled); ready.poll(pollCtx) }()
+		err := runFaults(ctx, faults, reached)
+		stopPolling()
+		<-polled
+		faultsDone <- err
 	}()
 	var faultErr error
 	var faultOnce sync.Once
@@ -218,6 +226,13 @@ func TestLeaderKillsDuringABurst(t *testing.T) {
 	if err := waitHealthy(ctx, 60*time.Second); err != nil {
 		t.Fatalf("the cluster after the faults: %v", err)
 	}
+	// Readiness told the truth: every service is ready again (its NATS
+	// connection on a live server, JetStream answering).
+	for _, svc := range stk.Services {
+		url := stk.ServiceURLs[svc] + "/readyz"
+		e2ekit.Eventually(t, 30*time.Second, svc+" ready after the faults", func() bool { return getStatus(ctx, url) == http.StatusOK })
+	}
+	t.Logf("/readyz during the faults, by service and status: %v", ready.snapshot())
 	requests := 0
 	for _, n := range codes {
 		requests += n
@@ -363,3 +378,56 @@ func client(t testing.TB) *e2ekit.Client {
 	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
 }
 
+
+// readiness tallies the services' /readyz answers while the faults run.
+type readiness struct {
+	mu        sync.Mutex
+	byService map[string]map[int]int
+}
+
+func (r *readiness) poll(ctx context.Context) {
+	for ctx.Err() == nil {
+		for _, svc := range stk.Services {
+			code := getStatus(ctx, stk.ServiceURLs[svc]+"/readyz")
+			if ctx.Err() != nil {
+				return
+			}
+			r.mu.Lock()
+			if r.byService[svc] == nil {
+				r.byService[svc] = map[int]int{}
+			}
+			r.byService[svc][code]++
+			r.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (r *readiness) snapshot() map[string]map[int]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]map[int]int{}
+	for svc, m := range r.byService {
+		out[svc] = maps.Clone(m)
+	}
+	return out
+}
+
+// getStatus is the status of a GET (0 when it fails).
+func getStatus(ctx context.Context, url string) int {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
