@@ -59,7 +59,9 @@ const (
 )
 
 // K8sNATSNode is the DNS name (in the namespace) of NATS pod i.
-func K8sNATSNode(i int) string { return fmt.Sprintf("%s-%d.%s", K8sNATSStatefulSet, i, K8sNATSHeadless) }
+func K8sNATSNode(i int) string {
+	return fmt.Sprintf("%s-%d.%s", K8sNATSStatefulSet, i, K8sNATSHeadless)
+}
 
 // K8sGatewayConfig is the gateway configuration of the Kubernetes
 // deployment: every routed service at http://<service>:8080 (its Service),

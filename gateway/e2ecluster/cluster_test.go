@@ -378,7 +378,6 @@ func client(t testing.TB) *e2ekit.Client {
 	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
 }
 
-
 // readiness tallies the services' /readyz answers while the faults run.
 type readiness struct {
 	mu        sync.Mutex
