@@ -181,7 +181,9 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 			if full(err) {
 				return apperr.Wrap(apperr.Unavailable, err, "the attachment store is full; try again later")
 			}
-			return fmt.Errorf("blob: put %s: %w", key, err)
+			// A stream leader being elected (a NATS cluster's server went
+			// away): 503, try again.
+			return natsbus.Transient(fmt.Errorf("blob: put %s: %w", key, err))
 		case <-ctx.Done():
 			return apperr.Wrap(apperr.Unavailable, ctx.Err(), "the upload was cancelled or timed out")
 		case <-time.After(AckTimeout):
@@ -200,12 +202,17 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 		n, rerr := Fill(r, buf)
 		if n > 0 {
 			h.Write(buf[:n])
-			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: buf[:n]})
+			// No retry of a chunk the stream did not answer (nats.go
+			// sends it again later by default): it would land after the
+			// chunks sent meanwhile, and the object's bytes would be out
+			// of order (a NATS cluster electing the stream's leader). The
+			// upload fails instead (Unavailable) and is purged.
+			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: buf[:n]}, jetstream.WithRetryAttempts(0))
 			if err != nil {
 				if cerr := natsbus.Connected(s.js.Conn()); cerr != nil {
 					return cerr
 				}
-				return fmt.Errorf("blob: put %s: %w", key, err)
+				return natsbus.Transient(fmt.Errorf("blob: put %s: %w", key, err))
 			}
 			pending = append(pending, f)
 			size += uint64(n)
@@ -250,7 +257,7 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 		if full(err) {
 			return apperr.Wrap(apperr.Unavailable, err, "the attachment store is full; try again later")
 		}
-		return fmt.Errorf("blob: put %s: metadata: %w", key, err)
+		return natsbus.Transient(fmt.Errorf("blob: put %s: metadata: %w", key, err))
 	}
 	return nil
 }
@@ -284,7 +291,7 @@ func (s *ObjectStore) Open(ctx context.Context, key string) (io.ReadCloser, int6
 		return nil, 0, apperr.Wrap(apperr.NotFound, err, "the attachment's bytes are gone")
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("blob: open %s: %w", key, err)
+		return nil, 0, natsbus.Transient(fmt.Errorf("blob: open %s: %w", key, err))
 	}
 	info, err := res.Info()
 	if err != nil {
@@ -305,7 +312,7 @@ func (s *ObjectStore) Delete(ctx context.Context, key string) error {
 	}
 	for _, subject := range []string{s.chunkSubject(key), s.metaSubject(key)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-			return fmt.Errorf("blob: delete %s: %w", key, err)
+			return natsbus.Transient(fmt.Errorf("blob: delete %s: %w", key, err))
 		}
 	}
 	return nil
