@@ -138,3 +138,14 @@ func TestRenderNATSClusterConfigIsValid(t *testing.T) {
 		t.Fatalf("nats-server -t: %v\n%s\n%s", err, out, cfg)
 	}
 }
+
+// Only one server or a cluster of three: two could not elect a leader
+// after losing one.
+func TestStackNATSNodesMustBeOneOrThree(t *testing.T) {
+	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
+	for _, n := range []int{2, 4} {
+		if err := s.startNATS(t.Context(), contracts.Names{Prefix: "tx"}, n); err == nil || !strings.Contains(err.Error(), "want 1 or 3") {
+			t.Errorf("%d nodes: %v", n, err)
+		}
+	}
+}
