@@ -163,8 +163,9 @@ func TestStackNATSUsers(t *testing.T) {
 	}
 }
 
-// The compose deployment's configuration, with passwords from the
-// environment, is one the real nats-server accepts.
+// The compose deployment's configuration (and the Kubernetes one, the same
+// but for the routes' host names), with passwords and the server's name
+// from the environment, is one the real nats-server accepts.
 func TestComposeNATSConfigIsValid(t *testing.T) {
 	files, err := GenerateComposeFiles(repoRoot(t))
 	if err != nil {
@@ -173,6 +174,18 @@ func TestComposeNATSConfigIsValid(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(path, files[ComposeNATSConfig], 0o600); err != nil {
 		t.Fatal(err)
+	}
+	k8s := filepath.Join(t.TempDir(), "k8s-nats.conf")
+	if err := os.WriteFile(k8s, RenderNATSConfig(containerNATSConfig(K8sNATSNodes, K8sNATSNode)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := exec.Command(NATSServerBin, "-t", "-c", k8s)
+	check.Env = []string{NATSServerNameEnv + "=nats-2"}
+	for _, s := range contracts.Services {
+		check.Env = append(check.Env, ComposeNATSPasswordEnv(s.Name)+"=pw")
+	}
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("nats-server -t (Kubernetes): %v\n%s", err, out)
 	}
 	cmd := exec.Command(NATSServerBin, "-t", "-c", path)
 	cmd.Env = []string{NATSServerNameEnv + "=nats-1"}
