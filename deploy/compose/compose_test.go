@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func loadProject(t *testing.T) (string, *types.Project) {
 
 func TestComposeFileLoads(t *testing.T) {
 	root, p := loadProject(t)
-	for _, name := range []string{"postgres", "redis", "nats", "traefik"} {
+	for _, name := range []string{"postgres", "redis", "nats-0", "nats-1", "nats-2", "traefik"} {
 		if _, ok := p.Services[name]; !ok {
 			t.Errorf("service %s missing", name)
 		}
@@ -53,18 +54,41 @@ func TestComposeFileLoads(t *testing.T) {
 	if img := p.Services["traefik"].Image; !strings.HasPrefix(img, "traefik:v3.6") {
 		t.Errorf("traefik image %q, want traefik:v3.6", img)
 	}
-	// JetStream and the users are in the generated configuration
-	// (TestGeneratedFilesUpToDate; deploy/stack checks it with nats-server).
-	nats := p.Services["nats"]
-	if cmd := nats.Command; !slices.Equal(cmd, types.ShellCommand{"-c", "/etc/nats/nats.conf"}) {
-		t.Errorf("nats command %v does not read its configuration", cmd)
+	// JetStream, the routes and the users are in the generated
+	// configuration (TestGeneratedFilesUpToDate; deploy/stack checks it
+	// with nats-server). Each node names itself and has its own store.
+	stores := map[string]bool{}
+	for i := range stack.ComposeNATSNodes {
+		name := stack.ComposeNATSNode(i)
+		nats := p.Services[name]
+		if cmd := nats.Command; !slices.Equal(cmd, types.ShellCommand{"-c", "/etc/nats/nats.conf"}) {
+			t.Errorf("%s command %v does not read its configuration", name, cmd)
+		}
+		if got := envValue(nats, stack.NATSServerNameEnv); got != name {
+			t.Errorf("%s: %s=%q, want its own name", name, stack.NATSServerNameEnv, got)
+		}
+		mounted := false
+		for _, v := range nats.Volumes {
+			mounted = mounted || v.Target == "/etc/nats/nats.conf" && v.Source == filepath.Join(root, stack.ComposeNATSConfig)
+			if v.Target == "/data" {
+				if stores[v.Source] {
+					t.Errorf("%s shares its JetStream volume %s", name, v.Source)
+				}
+				stores[v.Source] = true
+			}
+		}
+		if !mounted {
+			t.Errorf("%s does not mount %s at /etc/nats/nats.conf: %+v", name, stack.ComposeNATSConfig, nats.Volumes)
+		}
+		if !strings.HasPrefix(nats.Image, "nats:") || nats.HealthCheck == nil {
+			t.Errorf("%s: image %q, healthcheck %v", name, nats.Image, nats.HealthCheck)
+		}
 	}
-	mounted := false
-	for _, v := range nats.Volumes {
-		mounted = mounted || v.Target == "/etc/nats/nats.conf" && v.Source == filepath.Join(root, stack.ComposeNATSConfig)
+	if len(stores) != stack.ComposeNATSNodes {
+		t.Errorf("%d JetStream volumes for %d nodes", len(stores), stack.ComposeNATSNodes)
 	}
-	if !mounted {
-		t.Errorf("nats does not mount %s at /etc/nats/nats.conf: %+v", stack.ComposeNATSConfig, nats.Volumes)
+	if _, ok := p.Services["nats"]; ok {
+		t.Error("a single nats service beside the cluster")
 	}
 }
 
@@ -90,16 +114,30 @@ func TestServicesUseTheirOwnCredentials(t *testing.T) {
 		if envValue(cs, "NATS_PREFIX") != stack.ComposeNATSPrefix {
 			t.Errorf("%s: NATS_PREFIX=%q, but nats.conf is generated for %q", s.Name, envValue(cs, "NATS_PREFIX"), stack.ComposeNATSPrefix)
 		}
-		u, err := url.Parse(envValue(cs, "NATS_URL"))
-		if err != nil {
-			t.Errorf("%s: NATS_URL: %v", s.Name, err)
-			continue
+		if got := envValue(cs, "NATS_REPLICAS"); got != strconv.Itoa(stack.ComposeNATSNodes) {
+			t.Errorf("%s: NATS_REPLICAS=%q with a cluster of %d", s.Name, got, stack.ComposeNATSNodes)
 		}
-		pw, _ := u.User.Password()
-		want := envValue(p.Services["nats"], stack.ComposeNATSPasswordEnv(s.Name))
-		if u.User.Username() != s.Name || want == "" || pw != want {
-			t.Errorf("%s: NATS_URL user %q with password %q, want user %s with %s of the nats service (%q)",
-				s.Name, u.User.Username(), pw, s.Name, stack.ComposeNATSPasswordEnv(s.Name), want)
+		// Every node, each with the service's own user.
+		urls := strings.Split(envValue(cs, "NATS_URL"), ",")
+		if len(urls) != stack.ComposeNATSNodes {
+			t.Errorf("%s: NATS_URL lists %d servers, want the %d nodes", s.Name, len(urls), stack.ComposeNATSNodes)
+		}
+		for i, raw := range urls {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Errorf("%s: NATS_URL: %v", s.Name, err)
+				continue
+			}
+			node := stack.ComposeNATSNode(i)
+			if u.Host != node+":"+strconv.Itoa(stack.NATSClientPort) {
+				t.Errorf("%s: NATS_URL server %d is %s, want %s", s.Name, i, u.Host, node)
+			}
+			pw, _ := u.User.Password()
+			want := envValue(p.Services[node], stack.ComposeNATSPasswordEnv(s.Name))
+			if u.User.Username() != s.Name || want == "" || pw != want {
+				t.Errorf("%s: NATS_URL user %q with password %q on %s, want user %s with %s of that node (%q)",
+					s.Name, u.User.Username(), pw, node, s.Name, stack.ComposeNATSPasswordEnv(s.Name), want)
+			}
 		}
 
 		if s.Schema == "" {
@@ -240,14 +278,16 @@ func TestServiceEnvironmentTargetsComposeServices(t *testing.T) {
 			keys = append(keys, "DATABASE_URL", "DATABASE_MIGRATE_URL")
 		}
 		for _, key := range keys {
-			v := envValue(cs, key)
-			u, err := url.Parse(v)
-			if err != nil || u.Hostname() == "" {
-				t.Errorf("%s: %s=%q is not a URL", s.Name, key, v)
-				continue
-			}
-			if _, ok := p.Services[u.Hostname()]; !ok {
-				t.Errorf("%s: %s=%s names no compose service", s.Name, key, v)
+			// NATS_URL lists the cluster's nodes, comma-separated.
+			for _, v := range strings.Split(envValue(cs, key), ",") {
+				u, err := url.Parse(v)
+				if err != nil || u.Hostname() == "" {
+					t.Errorf("%s: %s=%q is not a URL", s.Name, key, v)
+					continue
+				}
+				if _, ok := p.Services[u.Hostname()]; !ok {
+					t.Errorf("%s: %s=%s names no compose service", s.Name, key, v)
+				}
 			}
 		}
 	}
@@ -404,7 +444,9 @@ func requiredDependencies(s stack.Service) map[string]string {
 	}
 	deps := map[string]string{
 		"redis": types.ServiceConditionHealthy,
-		"nats":  types.ServiceConditionHealthy,
+	}
+	for i := range stack.ComposeNATSNodes {
+		deps[stack.ComposeNATSNode(i)] = types.ServiceConditionHealthy
 	}
 	if s.Schema != "" {
 		deps["postgres"] = types.ServiceConditionHealthy

@@ -47,6 +47,7 @@ import (
 // kinds are the API types the deployment may use, by apiVersion and kind.
 var kinds = map[string]func() any{
 	"apps/v1/Deployment":                     func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                    func() any { return &appsv1.StatefulSet{} },
 	"v1/Service":                             func() any { return &corev1.Service{} },
 	"v1/ConfigMap":                           func() any { return &corev1.ConfigMap{} },
 	"v1/Namespace":                           func() any { return &corev1.Namespace{} },
@@ -115,6 +116,19 @@ func (m manifests) deployments() map[string]*appsv1.Deployment {
 	out := map[string]*appsv1.Deployment{}
 	for name, o := range m.byKind["Deployment"] {
 		out[name] = o.(*appsv1.Deployment)
+	}
+	return out
+}
+
+// workloads are the Deployments and, as Deployments of the same pods, the
+// StatefulSets (NATS): what the tests of pods (selectors, confinement,
+// references) check.
+func (m manifests) workloads() map[string]*appsv1.Deployment {
+	out := m.deployments()
+	for name, o := range m.byKind["StatefulSet"] {
+		ss := o.(*appsv1.StatefulSet)
+		out[name] = &appsv1.Deployment{ObjectMeta: ss.ObjectMeta,
+			Spec: appsv1.DeploymentSpec{Replicas: ss.Spec.Replicas, Selector: ss.Spec.Selector, Template: ss.Spec.Template}}
 	}
 	return out
 }
@@ -198,6 +212,8 @@ func kindOf(obj any) string {
 	switch obj.(type) {
 	case *appsv1.Deployment:
 		return "Deployment"
+	case *appsv1.StatefulSet:
+		return "StatefulSet"
 	case *corev1.Service:
 		return "Service"
 	case *corev1.ConfigMap:
@@ -399,7 +415,7 @@ func TestEveryBinaryHasADeploymentAndService(t *testing.T) {
 // each HorizontalPodAutoscaler an existing Deployment.
 func TestSelectorsMatchPods(t *testing.T) {
 	m := loadBase(t)
-	deployments := m.deployments()
+	deployments := m.workloads()
 	for name, d := range deployments {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err != nil || sel.Empty() || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
@@ -502,7 +518,7 @@ func TestIngestScalesAndRenewalHasReplicas(t *testing.T) {
 // without privilege escalation, with CPU and memory requests and limits.
 func TestContainersAreConfined(t *testing.T) {
 	m := loadBase(t)
-	for name, d := range m.deployments() {
+	for name, d := range m.workloads() {
 		pod := d.Spec.Template.Spec
 		for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
 			where := fmt.Sprintf("Deployment %s, container %s", name, c.Name)
@@ -571,7 +587,7 @@ func TestReferencesResolve(t *testing.T) {
 			t.Errorf("%s: Secret %s key %s is not in its deploy/README.md command (keys %v)", where, name, key, keys)
 		}
 	}
-	for name, d := range m.deployments() {
+	for name, d := range m.workloads() {
 		pod := d.Spec.Template.Spec
 		for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
 			where := fmt.Sprintf("Deployment %s, container %s", name, c.Name)
@@ -767,7 +783,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 	}
 	vars := map[string]string{}
 	for name, o := range m.byKind["ConfigMap"] {
-		if strings.HasPrefix(name, "traefik-") {
+		if strings.HasPrefix(name, "traefik-") || name == stack.K8sNATSConfigMap {
 			continue // files, not variables
 		}
 		for k := range o.(*corev1.ConfigMap).Data {
@@ -979,7 +995,7 @@ func TestKustomizeBuild(t *testing.T) {
 		_, ok = o.(*corev1.Secret).Data[key]
 		return ok || key == ""
 	}
-	for name, d := range built.deployments() {
+	for name, d := range built.workloads() {
 		pod := d.Spec.Template.Spec
 		for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
 			for _, e := range c.Env {

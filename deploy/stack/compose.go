@@ -29,7 +29,41 @@ const (
 	ComposeNATSConfig = "deploy/compose/nats/nats.conf"
 	// ComposeNATSPrefix is NATS_PREFIX in deploy/env/common.env.example.
 	ComposeNATSPrefix = "sp"
+	// ComposeNATSNodes is the NATS cluster of docker-compose.yml: services
+	// nats-0, nats-1 and nats-2, each naming itself with
+	// NATSServerNameEnv, routes on NATSClusterPort.
+	ComposeNATSNodes = 3
+	// NATSServerNameEnv holds a containerised node's server_name.
+	NATSServerNameEnv = "NATS_SERVER_NAME"
+	// NATSClientPort, NATSClusterPort and NATSMonitorPort are a
+	// containerised node's ports (compose and Kubernetes).
+	NATSClientPort  = 4222
+	NATSClusterPort = 6222
+	NATSMonitorPort = 8222
 )
+
+// ComposeNATSNode is the compose service name of NATS node i.
+func ComposeNATSNode(i int) string { return fmt.Sprintf("nats-%d", i) }
+
+// containerNATSConfig is the configuration of every node of a NATS cluster
+// in containers: its name from the environment, clients, routes and
+// monitoring on the standard ports, JetStream in /data, routes to every
+// node (host(i)), passwords from the environment.
+func containerNATSConfig(nodes int, host func(i int) string) NATSConfig {
+	var routes []string
+	for i := range nodes {
+		routes = append(routes, fmt.Sprintf("nats-route://%s:%d", host(i), NATSClusterPort))
+	}
+	return NATSConfig{
+		ServerNameEnv: NATSServerNameEnv,
+		Listen:        fmt.Sprintf("0.0.0.0:%d", NATSClientPort),
+		HTTPPort:      NATSMonitorPort, // the healthcheck
+		StoreDir:      "/data",
+		Users:         ServiceNATSUsers(contracts.Names{Prefix: ComposeNATSPrefix}, true, ComposeNATSPasswordEnv),
+		Cluster: &NATSCluster{Name: NATSClusterName, Listen: fmt.Sprintf("0.0.0.0:%d", NATSClusterPort), Routes: routes,
+			Replicas: contracts.ReplicasFor(nodes)},
+	}
+}
 
 // ComposeNATSPasswordEnv is the variable holding a service's NATS password
 // in the nats container (deploy/env/nats.env.example).
@@ -73,12 +107,7 @@ func GenerateComposeFiles(repoRoot string) (map[string][]byte, error) {
 	files := map[string][]byte{
 		ComposeGatewayDir + "/traefik.yml": static,
 		ComposeGatewayDir + "/dynamic.yml": dynamic,
-		ComposeNATSConfig: RenderNATSConfig(NATSConfig{
-			Listen:   "0.0.0.0:4222",
-			HTTPPort: 8222, // the healthcheck
-			StoreDir: "/data",
-			Users:    ServiceNATSUsers(contracts.Names{Prefix: ComposeNATSPrefix}, true, ComposeNATSPasswordEnv),
-		}),
+		ComposeNATSConfig:                  RenderNATSConfig(containerNATSConfig(ComposeNATSNodes, ComposeNATSNode)),
 	}
 	tmpl, err := template.ParseFiles(filepath.Join(repoRoot, filepath.FromSlash(dockerfileTemplate)))
 	if err != nil {

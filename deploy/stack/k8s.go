@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -42,7 +43,25 @@ const (
 	// K8sPluginRoot is where Traefik finds the local plugins: ./plugins-local
 	// below its working directory, /.
 	K8sPluginRoot = "/" + PluginDir
+	// K8sNATSConfigFile is the generated ConfigMap K8sNATSConfigMap with
+	// nats.conf, which every pod of the nats StatefulSet mounts at
+	// /etc/nats (deploy/k8s/base/nats/nats.yaml).
+	K8sNATSConfigFile = K8sBaseDir + "/nats/config.yaml"
+	K8sNATSConfigMap  = "nats-config"
+	// K8sNATSStatefulSet is the NATS cluster, K8sNATSHeadless its headless
+	// Service (pod i is K8sNATSNode(i)); K8sNATSNodes pods.
+	K8sNATSStatefulSet = "nats"
+	K8sNATSHeadless    = "nats-headless"
+	K8sNATSNodes       = 3
+	// K8sNATSUsersSecret holds NATS_<SERVICE>_PASSWORD of every service
+	// (ComposeNATSPasswordEnv), read by the NATS pods.
+	K8sNATSUsersSecret = "sp-nats-users"
 )
+
+// K8sNATSNode is the DNS name (in the namespace) of NATS pod i.
+func K8sNATSNode(i int) string {
+	return fmt.Sprintf("%s-%d.%s", K8sNATSStatefulSet, i, K8sNATSHeadless)
+}
 
 // K8sGatewayConfig is the gateway configuration of the Kubernetes
 // deployment: every routed service at http://<service>:8080 (its Service),
@@ -132,9 +151,18 @@ func GenerateK8sFiles(repoRoot string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	natsCM := newConfigMap(K8sNATSConfigMap, map[string]string{
+		"nats.conf": string(RenderNATSConfig(containerNATSConfig(K8sNATSNodes, K8sNATSNode))),
+	})
+	natsCM.Metadata.Labels = map[string]string{"app.kubernetes.io/name": K8sNATSStatefulSet}
+	natsConfig, err := renderConfigMaps([]configMap{natsCM})
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
 		K8sTraefikConfigFile:  config,
 		K8sTraefikPluginsFile: pluginsYAML,
+		K8sNATSConfigFile:     natsConfig,
 	}, nil
 }
 

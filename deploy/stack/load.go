@@ -62,6 +62,8 @@ type LoadOptions struct {
 	LogLevel    string
 	// Env adds variables per service (make soak's -env).
 	Env map[string][]string
+	// NATSNodes is Options.NATSNodes: 3 runs against a NATS cluster.
+	NATSNodes int
 }
 
 // LoadStack is a stack started for a load run; its Demo is the admin the
@@ -117,6 +119,7 @@ func StartLoad(ctx context.Context, opts LoadOptions) (_ *LoadStack, err error) 
 		ExtraRoutes: opts.ExtraRoutes,
 		Log:         opts.Log,
 		LogLevel:    opts.LogLevel,
+		NATSNodes:   opts.NATSNodes,
 	})
 	if err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func (s *natsSession) send(t *testing.T, cmd string) string {
 func TestStackNATSUsers(t *testing.T) {
 	names := contracts.Names{Prefix: "tn" + randid.Hex(3)}
 	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
-	if err := s.startNATS(t.Context(), names); err != nil {
+	if err := s.startNATS(t.Context(), names, 1); err != nil {
 		t.Fatal(err)
 	}
 	stopped := false
@@ -163,8 +163,9 @@ func TestStackNATSUsers(t *testing.T) {
 	}
 }
 
-// The compose deployment's configuration, with passwords from the
-// environment, is one the real nats-server accepts.
+// The compose deployment's configuration (and the Kubernetes one, the same
+// but for the routes' host names), with passwords and the server's name
+// from the environment, is one the real nats-server accepts.
 func TestComposeNATSConfigIsValid(t *testing.T) {
 	files, err := GenerateComposeFiles(repoRoot(t))
 	if err != nil {
@@ -174,7 +175,20 @@ func TestComposeNATSConfigIsValid(t *testing.T) {
 	if err := os.WriteFile(path, files[ComposeNATSConfig], 0o600); err != nil {
 		t.Fatal(err)
 	}
+	k8s := filepath.Join(t.TempDir(), "k8s-nats.conf")
+	if err := os.WriteFile(k8s, RenderNATSConfig(containerNATSConfig(K8sNATSNodes, K8sNATSNode)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := exec.Command(NATSServerBin, "-t", "-c", k8s)
+	check.Env = []string{NATSServerNameEnv + "=nats-2"}
+	for _, s := range contracts.Services {
+		check.Env = append(check.Env, ComposeNATSPasswordEnv(s.Name)+"=pw")
+	}
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("nats-server -t (Kubernetes): %v\n%s", err, out)
+	}
 	cmd := exec.Command(NATSServerBin, "-t", "-c", path)
+	cmd.Env = []string{NATSServerNameEnv + "=nats-1"}
 	for _, s := range contracts.Services {
 		cmd.Env = append(cmd.Env, ComposeNATSPasswordEnv(s.Name)+"=pw")
 	}
@@ -222,7 +236,7 @@ func (s *natsSession) request(t *testing.T, subject, payload string) string {
 func TestStackNATSAccountLimits(t *testing.T) {
 	names := contracts.Names{Prefix: "tl" + randid.Hex(3)}
 	s := &Stack{DataDir: t.TempDir(), infra: LocalInfra(testLog(t)), log: testLog(t)}
-	if err := s.startNATS(t.Context(), names); err != nil {
+	if err := s.startNATS(t.Context(), names, 1); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.natsProc.stop(10 * time.Second) }()

@@ -28,7 +28,32 @@ type NATSConfig struct {
 	// Limits bound what the users' account may hold in JetStream; zero:
 	// DefaultJetStreamLimits.
 	Limits JetStreamLimits
+	// ServerName names the server (a cluster's must be unique); empty:
+	// the server picks its id.
+	ServerName string
+	// ServerNameEnv, when set, names the environment variable the server
+	// reads its name from instead (one configuration for every node of a
+	// compose or Kubernetes cluster).
+	ServerNameEnv string
+	// Cluster, when set, makes the server one of a JetStream cluster.
+	Cluster *NATSCluster
 }
+
+// NATSCluster is a server's part of a cluster: the cluster's name, the
+// address the server takes routes on, and every server's route URL
+// (nats-route://host:port; its own is ignored by the server). Each server
+// stores a copy of every stream with Replicas (contracts.ReplicasFor).
+type NATSCluster struct {
+	Name   string
+	Listen string
+	Routes []string
+	// Replicas is the copies the streams keep (contracts.ReplicasFor of
+	// the servers): the account's JetStream limits count each copy.
+	Replicas int
+}
+
+// NATSClusterName is the cluster name of every generated configuration.
+const NATSClusterName = "support"
 
 // NATSAccount is the account every user of the generated configuration
 // belongs to (services and the harness share the streams).
@@ -104,6 +129,11 @@ func RenderNATSConfig(c NATSConfig) []byte {
 		return "[" + strings.Join(qs, ", ") + "]"
 	}
 	fmt.Fprintf(&b, "# Generated from the table in pkg/contracts (permissions.go); do not edit.\n")
+	if c.ServerNameEnv != "" {
+		fmt.Fprintf(&b, "server_name: $%s\n", c.ServerNameEnv)
+	} else if c.ServerName != "" {
+		fmt.Fprintf(&b, "server_name: %s\n", q(c.ServerName))
+	}
 	fmt.Fprintf(&b, "listen: %s\n", q(c.Listen))
 	if c.HTTPPort != 0 {
 		fmt.Fprintf(&b, "http_port: %d\n", c.HTTPPort)
@@ -112,6 +142,17 @@ func RenderNATSConfig(c NATSConfig) []byte {
 	if lim == (JetStreamLimits{}) {
 		lim = DefaultJetStreamLimits
 	}
+	// The account's limits count every copy of a replicated stream (its
+	// max_bytes times its replicas, across the cluster); each server's
+	// own store holds one copy.
+	account := lim
+	if c.Cluster != nil {
+		fmt.Fprintf(&b, "cluster {\n  name: %s\n  listen: %s\n  routes: %s\n}\n", q(c.Cluster.Name), q(c.Cluster.Listen), list(c.Cluster.Routes))
+		if c.Cluster.Replicas > 1 {
+			account.MaxMemory *= int64(c.Cluster.Replicas)
+			account.MaxFile *= int64(c.Cluster.Replicas)
+		}
+	}
 	// The server's own file store is the account's: JetStream checks every
 	// stream's reservation (its max_bytes) against it, and by default it is
 	// 75% of the disk free at start, so the same streams would start on one
@@ -119,7 +160,7 @@ func RenderNATSConfig(c NATSConfig) []byte {
 	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n  max_file_store: %d\n}\n", q(c.StoreDir), lim.MaxFile)
 	fmt.Fprintf(&b, "accounts {\n  %s: {\n", NATSAccount)
 	fmt.Fprintf(&b, "    jetstream: {\n      max_memory: %d\n      max_file: %d\n      max_streams: %d\n      max_consumers: %d\n    }\n",
-		lim.MaxMemory, lim.MaxFile, lim.MaxStreams, lim.MaxConsumers)
+		account.MaxMemory, account.MaxFile, account.MaxStreams, account.MaxConsumers)
 	fmt.Fprintf(&b, "    users: [\n")
 	for _, u := range c.Users {
 		pw := q(u.Password)

@@ -68,6 +68,10 @@ type Options struct {
 	LogLevel    string // services' LOG_LEVEL; default "info"
 	RedisPrefix string // default: unique per Start
 	NATSPrefix  string // default: unique per Start
+	// NATSNodes is 3 for a NATS cluster of three servers (routes between
+	// them, JetStream on each, every stream with three replicas); 0 or 1:
+	// one server (natscluster.go).
+	NATSNodes   int
 	JWTIssuer   string // default DefaultJWTIssuer
 	JWTAudience string // default DefaultJWTAudience
 	Infra       *Infra // default LocalInfra
@@ -117,6 +121,9 @@ type Stack struct {
 	replicas map[string]int // replicas started per service
 	natsProc *process
 	natsAddr string
+	// natsNodes are the NATS servers (one, or a cluster's); natsProc and
+	// natsAddr are the first's.
+	natsNodes []*natsNode
 	// natsPasswords by NATS user; generated per Start.
 	natsPasswords map[string]string
 	// ticketRefSecret signs tickets' references (TICKET_REF_SECRET), kept
@@ -224,7 +231,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("mail relay: %w", err)
 		}
 	}
-	if err := s.startNATS(ctx, contracts.Names{Prefix: opts.NATSPrefix}); err != nil {
+	if err := s.startNATS(ctx, contracts.Names{Prefix: opts.NATSPrefix}, opts.NATSNodes); err != nil {
 		return nil, fmt.Errorf("nats: %w", err)
 	}
 	// Every table service gets a port, started or not, so that the URLs
@@ -351,6 +358,7 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 		"REDIS_PREFIX="+s.RedisPrefix,
 		"NATS_URL="+natsURL,
 		"NATS_PREFIX="+s.NATSPrefix,
+		"NATS_REPLICAS="+strconv.Itoa(s.NATSReplicas()),
 		"AUTH_JWKS_URL=http://127.0.0.1:"+strconv.Itoa(portOf["auth"])+"/api/Auth/jwks",
 		"JWT_ISSUER="+opts.JWTIssuer,
 		"JWT_AUDIENCE="+opts.JWTAudience,
@@ -495,9 +503,7 @@ func (s *Stack) Stop() error {
 		for i := len(procs) - 1; i >= 0; i-- {
 			errs = append(errs, procs[i].stop(15*time.Second))
 		}
-		if s.natsProc != nil {
-			errs = append(errs, s.natsProc.stop(15*time.Second))
-		}
+		errs = append(errs, s.stopNATS()...)
 		if s.Mail != nil {
 			errs = append(errs, s.Mail.Close())
 		}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -72,22 +73,43 @@ type Bucket struct {
 	// that does not fit fails with an Unavailable error. Open applies it to
 	// an existing bucket too.
 	MaxBytes int64
+	// Replicas is the copies the bucket keeps (Names.StreamReplicas, from
+	// NATS_REPLICAS); zero: one. Open applies it to an existing bucket too
+	// and logs the change.
+	Replicas int
+	// Log receives the replica change; nil: slog.Default().
+	Log *slog.Logger
 }
 
-// Open creates the bucket when it is missing (file storage, one replica
-// unless the stream already says otherwise) and returns the store.
+// Open creates the bucket when it is missing (file storage, b.Replicas
+// copies), or updates it to b's settings, and returns the store.
 func Open(ctx context.Context, js jetstream.JetStream, b Bucket) (*ObjectStore, error) {
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      b.Name,
-		Description: b.Description,
-		Storage:     jetstream.FileStorage,
-		TTL:         b.MaxAge,
-		MaxBytes:    b.MaxBytes,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
+	replicas := max(b.Replicas, 1)
+	log := b.Log
+	if log == nil {
+		log = slog.Default()
 	}
-	stream, err := js.Stream(ctx, contracts.ObjectStream(b.Name))
+	var obs jetstream.ObjectStore
+	var stream jetstream.Stream
+	err := natsbus.RetryTransient(ctx, log, "object store "+b.Name, func(ctx context.Context) error {
+		if err := natsbus.ReconcileReplicas(ctx, js, log, contracts.ObjectStream(b.Name), replicas); err != nil {
+			return err
+		}
+		var err error
+		obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      b.Name,
+			Description: b.Description,
+			Storage:     jetstream.FileStorage,
+			TTL:         b.MaxAge,
+			MaxBytes:    b.MaxBytes,
+			Replicas:    replicas,
+		})
+		if err != nil {
+			return err
+		}
+		stream, err = js.Stream(ctx, contracts.ObjectStream(b.Name))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)
 	}
@@ -159,7 +181,9 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 			if full(err) {
 				return apperr.Wrap(apperr.Unavailable, err, "the attachment store is full; try again later")
 			}
-			return fmt.Errorf("blob: put %s: %w", key, err)
+			// A stream leader being elected (a NATS cluster's server went
+			// away): 503, try again.
+			return natsbus.Transient(fmt.Errorf("blob: put %s: %w", key, err))
 		case <-ctx.Done():
 			return apperr.Wrap(apperr.Unavailable, ctx.Err(), "the upload was cancelled or timed out")
 		case <-time.After(AckTimeout):
@@ -178,12 +202,17 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 		n, rerr := Fill(r, buf)
 		if n > 0 {
 			h.Write(buf[:n])
-			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: buf[:n]})
+			// No retry of a chunk the stream did not answer (nats.go
+			// sends it again later by default): it would land after the
+			// chunks sent meanwhile, and the object's bytes would be out
+			// of order (a NATS cluster electing the stream's leader). The
+			// upload fails instead (Unavailable) and is purged.
+			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: buf[:n]}, jetstream.WithRetryAttempts(0))
 			if err != nil {
 				if cerr := natsbus.Connected(s.js.Conn()); cerr != nil {
 					return cerr
 				}
-				return fmt.Errorf("blob: put %s: %w", key, err)
+				return natsbus.Transient(fmt.Errorf("blob: put %s: %w", key, err))
 			}
 			pending = append(pending, f)
 			size += uint64(n)
@@ -228,7 +257,7 @@ func (s *ObjectStore) Put(ctx context.Context, key string, r io.Reader) (err err
 		if full(err) {
 			return apperr.Wrap(apperr.Unavailable, err, "the attachment store is full; try again later")
 		}
-		return fmt.Errorf("blob: put %s: metadata: %w", key, err)
+		return natsbus.Transient(fmt.Errorf("blob: put %s: metadata: %w", key, err))
 	}
 	return nil
 }
@@ -262,7 +291,7 @@ func (s *ObjectStore) Open(ctx context.Context, key string) (io.ReadCloser, int6
 		return nil, 0, apperr.Wrap(apperr.NotFound, err, "the attachment's bytes are gone")
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("blob: open %s: %w", key, err)
+		return nil, 0, natsbus.Transient(fmt.Errorf("blob: open %s: %w", key, err))
 	}
 	info, err := res.Info()
 	if err != nil {
@@ -283,7 +312,7 @@ func (s *ObjectStore) Delete(ctx context.Context, key string) error {
 	}
 	for _, subject := range []string{s.chunkSubject(key), s.metaSubject(key)} {
 		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-			return fmt.Errorf("blob: delete %s: %w", key, err)
+			return natsbus.Transient(fmt.Errorf("blob: delete %s: %w", key, err))
 		}
 	}
 	return nil

@@ -140,7 +140,10 @@ func Open(ctx context.Context, cfg config.Common, o Options, stdout io.Writer) (
 		Revocations: authn.NewRevocations(d.Redis, cfg.RedisPrefix),
 		Issuer:      cfg.JWTIssuer, Audience: cfg.JWTAudience, Now: d.Now,
 	}
-	if d.Bus, err = natsbus.Connect(cfg.NATSURL, o.Service, contracts.Names{Prefix: cfg.NATSPrefix}, d.Log); err != nil {
+	if err = contracts.ValidateReplicas(cfg.NATSReplicas); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if d.Bus, err = natsbus.Connect(cfg.NATSURL, o.Service, contracts.Names{Prefix: cfg.NATSPrefix, Replicas: cfg.NATSReplicas}, d.Log); err != nil {
 		return nil, err
 	}
 	if err = d.Bus.EnsureEventsStream(ctx); err != nil {

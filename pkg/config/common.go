@@ -17,8 +17,9 @@ type Common struct {
 	DatabaseSessionURL string        `env:"DATABASE_SESSION_URL" default:"" desc:"connection keeping a session (PostgreSQL or a session-mode pooler, as DATABASE_URL's role) for the outbox relay's LISTEN and importreply's folder locks; empty = DATABASE_URL, or with DATABASE_POOLER=transaction none (relays poll each second, importreply refuses to start)"`
 	RedisURL           string        `env:"REDIS_URL" default:"redis://127.0.0.1:6379/0" desc:"Redis for revocations, rate limits and caches; with master_name=..., Redis Sentinel (deploy/README.md)"`
 	RedisPrefix        string        `env:"REDIS_PREFIX" default:"sp:" desc:"prefix of every Redis key (isolates deployments and tests)"`
-	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
+	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream; a cluster's servers comma-separated (nats://u:p@a:4222,nats://u:p@b:4222)"`
 	NATSPrefix         string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
+	NATSReplicas       int           `env:"NATS_REPLICAS" default:"1" desc:"copies every JetStream stream and bucket keeps: 1 on one NATS server, 3 on a three-node cluster (whose servers NATS_URL lists, comma-separated); an existing stream's count is changed to it at start"`
 	JWKSURL            string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys"`
 	JWTIssuer          string        `env:"JWT_ISSUER" default:"https://supportplatform.dev/auth" desc:"iss claim of access tokens"`
 	JWTAudience        string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`

@@ -11,8 +11,14 @@ import (
 	"time"
 )
 
-// Names derives prefixed subjects and stream names.
-type Names struct{ Prefix string }
+// Names derives prefixed subjects and stream names, and carries the
+// replica count of the deployment's streams (StreamReplicas).
+type Names struct {
+	Prefix string
+	// Replicas is NATS_REPLICAS: the copies every stream and bucket keeps
+	// (replicas.go); zero is DefaultReplicas.
+	Replicas int
+}
 
 // Subject returns the full subject for a base subject.
 func (n Names) Subject(base string) string {

@@ -93,7 +93,12 @@ func Consume[T any](ctx context.Context, b *Bus, stream string, cfg jetstream.Co
 	if cfg.AckWait == 0 {
 		cfg.AckWait = 30 * time.Second
 	}
-	cons, err := b.JS.CreateOrUpdateConsumer(ctx, stream, cfg)
+	var cons jetstream.Consumer
+	err := RetryTransient(ctx, b.log, "consumer "+cfg.Durable+" on "+stream, func(ctx context.Context) error {
+		var err error
+		cons, err = b.JS.CreateOrUpdateConsumer(ctx, stream, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: consumer %s on %s: %w", cfg.Durable, stream, err)
 	}

@@ -97,12 +97,24 @@ func Connect(url, clientName string, names contracts.Names, log *slog.Logger) (*
 		slots: make(chan struct{}, maxConcurrentHandlers)}, nil
 }
 
-// redactURLError keeps credentials in the URL out of logs.
+// redactURLError keeps credentials in the URL out of logs: url may list a
+// cluster's servers, comma-separated, each with its credentials.
 func redactURLError(err error, url string) error {
-	if u, perr := neturl.Parse(url); perr == nil && u.User != nil {
-		return errors.New(strings.ReplaceAll(err.Error(), u.User.String(), "***"))
+	msg := err.Error()
+	redacted := false
+	for _, one := range strings.Split(url, ",") {
+		if u, perr := neturl.Parse(strings.TrimSpace(one)); perr == nil && u.User != nil {
+			msg = strings.ReplaceAll(msg, u.User.String(), "***")
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				msg = strings.ReplaceAll(msg, pw, "***")
+			}
+			redacted = true
+		}
 	}
-	return err
+	if !redacted {
+		return err
+	}
+	return errors.New(msg)
 }
 
 func (b *Bus) track(sub *nats.Subscription, cc jetstream.ConsumeContext) {
@@ -270,10 +282,67 @@ func WithLimits(cfg jetstream.StreamConfig, base string) jetstream.StreamConfig 
 	return cfg
 }
 
-// EnsureStream creates or updates a stream.
+// EnsureStream creates or updates a stream. Its replica count, unless cfg
+// sets one, is the deployment's (Names.StreamReplicas, NATS_REPLICAS): an
+// existing stream with another count is changed to it, and the change is
+// logged (a stream created on one server keeps one copy until a cluster's
+// services start with NATS_REPLICAS=3).
 func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
-	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("natsbus: stream %s: %w", cfg.Name, err)
+	if cfg.Replicas == 0 {
+		cfg.Replicas = b.Names.StreamReplicas()
+	}
+	return RetryTransient(ctx, b.log, "stream "+cfg.Name, func(ctx context.Context) error {
+		if err := ReconcileReplicas(ctx, b.JS, b.log, cfg.Name, cfg.Replicas); err != nil {
+			return err
+		}
+		if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("natsbus: stream %s: %w", cfg.Name, err)
+		}
+		return nil
+	})
+}
+
+// declareBudget bounds RetryTransient: a cluster elects its leaders in
+// seconds.
+const declareBudget = 60 * time.Second
+
+// RetryTransient runs a declaration (a stream, a bucket, a consumer) until
+// it succeeds, fails for good, or declareBudget passes; each attempt has
+// RequestTimeout. On a cluster a JetStream API request can go unanswered
+// for a moment: another service declared the same stream a moment ago and
+// its leader is not elected yet, or a server just went away.
+func RetryTransient(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, declareBudget)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, RequestTimeout)
+		err := fn(actx)
+		acancel()
+		if err == nil || !apperr.Is(Transient(err), apperr.Unavailable) {
+			return err
+		}
+		log.Warn("nats declaration retried", "what", what, "attempt", attempt, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// ReconcileReplicas logs, before a create-or-update gives the stream (or an
+// Object Store bucket's stream) named stream want replicas, that an
+// existing one has another count. A stream not there yet is no change.
+func ReconcileReplicas(ctx context.Context, js jetstream.JetStream, log *slog.Logger, stream string, want int) error {
+	st, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("natsbus: stream %s: %w", stream, err)
+	}
+	if have := st.CachedInfo().Config.Replicas; have != want {
+		log.Warn("nats stream replicas reconciled", "stream", stream, "from", have, "to", want)
 	}
 	return nil
 }
@@ -293,7 +362,7 @@ func (b *Bus) PublishRaw(ctx context.Context, base, msgID string, data []byte) e
 	msg.Data = data
 	ctx, span := b.startSend(ctx, msg, trace.SpanKindProducer, msgID)
 	if _, err := b.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID)); err != nil {
-		err = fmt.Errorf("natsbus: publish %s: %w", base, err)
+		err = Transient(fmt.Errorf("natsbus: publish %s: %w", base, err))
 		EndSpan(span, err)
 		return err
 	}
@@ -391,6 +460,34 @@ func Connected(nc *nats.Conn) error {
 			Message: "the message bus is temporarily unavailable; try again later"}
 	}
 	return nil
+}
+
+// Transient turns the JetStream errors of a moment into an Unavailable
+// error (503, retry after a second): no answer from the stream (its leader
+// is being elected after a server of the cluster went away), no responders
+// (no server holds the stream's leader yet), JetStream itself unavailable,
+// the connection lost meanwhile, or the wait running out. A publish with a
+// message id may be sent again safely. Other errors are returned as they
+// are.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	var apiErr *jetstream.APIError
+	transient := errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabled)
+	if !transient {
+		return err
+	}
+	return &apperr.Error{Code: apperr.Unavailable, RetryAfterSeconds: 1, Err: err,
+		Message: "the message bus is temporarily unavailable; try again later"}
 }
 
 // Request sends req and decodes the reply. No responder or a timeout is an

@@ -21,3 +21,15 @@ func TestConnectErrorHidesPassword(t *testing.T) {
 		t.Fatalf("error %q", err)
 	}
 }
+
+// A cluster's NATS_URL lists every server with its credentials.
+func TestConnectErrorHidesEveryServersPassword(t *testing.T) {
+	_, err := natsbus.Connect("nats://auth:s3cret-one@127.0.0.1:1,nats://auth:s3cret-two@127.0.0.1:2", "test", contracts.Names{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil {
+		t.Fatal("connect to closed ports succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error %q", err)
+	}
+}

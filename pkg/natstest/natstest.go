@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,3 +131,100 @@ func (s *Server) Stop() {
 }
 
 func randomPassword() string { return randid.Hex(16) }
+
+// Cluster is an in-process JetStream cluster of servers with routes between
+// them, each with its own storage; a test stops and starts its servers (a
+// node lost and back).
+type Cluster struct {
+	Servers []*Server
+}
+
+// StartCluster runs n JetStream servers in a cluster on free ports, with
+// opts (users, permissions) on each, and waits until the cluster has a
+// JetStream meta leader. They stop when the test ends.
+func StartCluster(t testing.TB, n int, opts *server.Options) *Cluster {
+	t.Helper()
+	if opts == nil {
+		opts = &server.Options{}
+	}
+	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	var routes []*url.URL
+	for _, p := range routePorts {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p))})
+	}
+	c := &Cluster{}
+	for i := range n {
+		o := *opts
+		o.ServerName = "n" + strconv.Itoa(i)
+		o.Host, o.Port = "127.0.0.1", clientPorts[i]
+		o.Cluster = server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: routePorts[i]}
+		o.Routes = routes
+		o.JetStream, o.StoreDir = true, t.TempDir()
+		o.JetStreamMaxStore = 1 << 40
+		o.NoLog, o.NoSigs = true, true
+		s := &Server{t: t, opts: o}
+		srv, err := server.NewServer(&s.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Start()
+		s.srv = srv
+		t.Cleanup(s.Stop)
+		c.Servers = append(c.Servers, s)
+	}
+	for _, s := range c.Servers {
+		if !s.srv.ReadyForConnections(20 * time.Second) {
+			t.Fatal("nats cluster server did not start")
+		}
+	}
+	c.WaitLeader(t)
+	return c
+}
+
+// URLs is every server's client URL, comma-separated (a NATS_URL).
+func (c *Cluster) URLs() string {
+	var out []string
+	for _, s := range c.Servers {
+		out = append(out, s.URL())
+	}
+	return strings.Join(out, ",")
+}
+
+// WaitLeader waits until a running server knows a JetStream meta leader.
+func (c *Cluster) WaitLeader(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range c.Servers {
+			if s.srv != nil && s.srv.JetStreamIsLeader() {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("nats cluster: no meta leader within 30s")
+}
+
+// Running reports whether the server runs (Stop not called since Start).
+func (s *Server) Running() bool { return s.srv != nil }
+
+// Name is the server's name (server_name).
+func (s *Server) Name() string { return s.opts.ServerName }
+
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}

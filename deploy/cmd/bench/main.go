@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	only := fs.String("cases", "", "comma-separated case names (default: all): "+strings.Join(names, ", ")+"; "+baselineCase+" always runs")
 	verbose := fs.Bool("v", false, "print the stack's logs")
 	logLevel := fs.String("log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
+	natsNodes := fs.Int("nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,7 +103,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Log:      logw,
 		LogLevel: *logLevel,
 		// live-fanout holds 10,000 streams of the bench customer.
-		Env: map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}},
+		Env:       map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}},
+		NATSNodes: *natsNodes,
 	})
 	if err != nil {
 		return err

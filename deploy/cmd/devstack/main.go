@@ -63,6 +63,9 @@ type config struct {
 	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT): an OTLP/HTTP collector
 	// that every service and Traefik send their spans to; empty: off.
 	OTLPEndpoint string
+	// NATSNodes (NATS_NODES): 1, one nats-server; 3, a cluster of three
+	// (stack.Options.NATSNodes).
+	NATSNodes int
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -77,6 +80,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		GraphFakePort:     8090,
 		Database:          "support",
 		LogLevel:          "info",
+		NATSNodes:         1,
+	}
+	switch v := getenv("NATS_NODES"); v {
+	case "", "1":
+	case "3":
+		c.NATSNodes = 3
+	default:
+		return c, fmt.Errorf("NATS_NODES=%q: want 1 (one nats-server) or 3 (a cluster)", v)
 	}
 	for key, dst := range map[string]*int{"GATEWAY_PORT": &c.HTTPSPort, "GATEWAY_HTTP_PORT": &c.HTTPPort, "GRAPH_FAKE_PORT": &c.GraphFakePort} {
 		if v := getenv(key); v != "" {
@@ -193,6 +204,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		LogLevel:     cfg.LogLevel,
 		RedisPrefix:  "sp",
 		NATSPrefix:   "sp",
+		NATSNodes:    cfg.NATSNodes,
 		Env:          map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importreply": mailEnv},
 		OTLPEndpoint: cfg.OTLPEndpoint,
 	})
@@ -208,7 +220,14 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 	}
 	fmt.Fprintf(log, "  Support platform is up: %s (plain HTTP on :%d is refused)\n", base, cfg.HTTPPort)
 	fmt.Fprintf(log, "  services: %v, database %s (each service as its own role, sp_<schema>)\n", st.Services, cfg.Database)
-	if u, err := url.Parse(st.NATSURL); err == nil {
+	if nodes := st.NATSNodes(); len(nodes) > 1 {
+		var addrs []string
+		for _, n := range nodes {
+			addrs = append(addrs, strings.TrimPrefix(n.ClientURL, "nats://")+" (monitoring "+n.MonitorURL+")")
+		}
+		fmt.Fprintf(log, "  nats:  a cluster of %d, %s; every stream with %d replicas, one user per service; passwords in var/nats/nats-0/nats.conf\n",
+			len(nodes), strings.Join(addrs, ", "), st.NATSReplicas())
+	} else if u, err := url.Parse(st.NATSURL); err == nil {
 		fmt.Fprintf(log, "  nats:  %s, one user per service; passwords in var/nats/nats.conf\n", u.Host)
 	}
 	if demo != nil {

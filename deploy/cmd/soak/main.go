@@ -52,6 +52,7 @@ type options struct {
 	seedTickets int
 	verbose     bool
 	logLevel    string
+	natsNodes   int                 // -nats-nodes: 3 runs against a NATS cluster
 	vacuum      time.Duration       // VACUUM interval when the server has autovacuum off; 0: never
 	env         map[string][]string // per service, from -env
 }
@@ -77,6 +78,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "print the stack's logs")
 	fs.DurationVar(&o.vacuum, "vacuum", 30*time.Second, "when the PostgreSQL server has autovacuum off, VACUUM (ANALYZE) the soak's database this often in its stead (0: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
+	fs.IntVar(&o.natsNodes, "nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
 	o.env = map[string][]string{}
 	fs.Func("env", "service:NAME=VALUE, a variable for one service (repeatable), e.g. tickets:DEBUG_ADDR=127.0.0.1:6061", func(v string) error {
 		svc, kv, ok := strings.Cut(v, ":")
@@ -120,7 +122,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if o.verbose {
 		logw = os.Stderr
 	}
-	st, err := stack.StartLoad(ctx, stack.LoadOptions{Name: "soak", RepoRoot: root, Services: built, Log: logw, LogLevel: o.logLevel, Env: o.env})
+	st, err := stack.StartLoad(ctx, stack.LoadOptions{Name: "soak", RepoRoot: root, Services: built, Log: logw, LogLevel: o.logLevel, Env: o.env,
+		NATSNodes: o.natsNodes})
 	if err != nil {
 		return err
 	}

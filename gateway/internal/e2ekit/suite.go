@@ -38,6 +38,8 @@ type Suite struct {
 	// drops itself (a pooler in front of it is configured before the
 	// stack starts); "": a fresh one the stack drops.
 	Database string
+	// NATSNodes is 3 for a three-node NATS cluster (stack.Options.NATSNodes).
+	NATSNodes int
 }
 
 // Running is a started suite, handed to the package before its tests run.
@@ -104,6 +106,7 @@ func Main(m *testing.M, s Suite, ready func(Running)) int {
 		Demo: &stack.Account{Customer: s.Name + " E2E", Email: label + "-e2e@example.com", Password: "pw-" + randid.Hex(12),
 			Name: label + " Admin"},
 		OTLPEndpoint: s.OTLPEndpoint,
+		NATSNodes:    s.NATSNodes,
 	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, stackLog.String())

@@ -132,7 +132,7 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, std
 	if err := deps.Bus.EnsureMailInboundStream(ctx); err != nil {
 		return err
 	}
-	blobs, err := importer.OpenBlobs(ctx, deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketMailAttachments))
+	blobs, err := importer.OpenBlobs(ctx, deps.Bus.JS, deps.Bus.Names.Stream(contracts.BucketMailAttachments), deps.Bus.Names.StreamReplicas(), deps.Log)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -135,11 +136,12 @@ type ObjectBlobs struct {
 
 // OpenBlobs opens (creating it when missing) the bucket named bucket (the
 // full name: Names.Stream(contracts.BucketMailAttachments)), whose objects
-// expire after contracts.MailInboundMaxAge.
-func OpenBlobs(ctx context.Context, js jetstream.JetStream, bucket string) (*ObjectBlobs, error) {
+// expire after contracts.MailInboundMaxAge, with replicas copies (a change
+// of an existing bucket's count goes to log).
+func OpenBlobs(ctx context.Context, js jetstream.JetStream, bucket string, replicas int, log *slog.Logger) (*ObjectBlobs, error) {
 	limits, _ := contracts.Limits(contracts.BucketMailAttachments)
 	store, err := blob.Open(ctx, js, blob.Bucket{Name: bucket, Description: "bytes of imported mails' attachments, until tickets copied them",
-		MaxAge: contracts.MailInboundMaxAge, MaxBytes: limits.MaxBytes})
+		MaxAge: contracts.MailInboundMaxAge, MaxBytes: limits.MaxBytes, Replicas: replicas, Log: log})
 	if err != nil {
 		return nil, err
 	}

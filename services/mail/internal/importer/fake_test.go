@@ -215,7 +215,7 @@ func newEnv(t *testing.T) *env {
 	if _, err := queue.New(ctx, bus); err != nil {
 		t.Fatal(err)
 	}
-	blobs, err := importer.OpenBlobs(ctx, bus.JS, bus.Names.Stream(contracts.BucketMailAttachments))
+	blobs, err := importer.OpenBlobs(ctx, bus.JS, bus.Names.Stream(contracts.BucketMailAttachments), bus.Names.StreamReplicas(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

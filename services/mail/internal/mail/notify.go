@@ -295,7 +295,9 @@ func unavailable(err error) error {
 	if apperr.Is(err, apperr.Unavailable) {
 		return err
 	}
-	return apperr.Wrap(apperr.Unavailable, err, "the notification could not be processed now; send it again")
+	e := apperr.Wrap(apperr.Unavailable, err, "the notification could not be processed now; send it again")
+	e.RetryAfterSeconds = 1
+	return e
 }
 
 func (n *Notifier) notifyOne(ctx context.Context, it Notification) (outcome, error) {
@@ -541,7 +543,11 @@ func (n *Notifier) queueImport(ctx context.Context, t Target, reason string, now
 		return nil, nil
 	})
 	if err != nil {
-		return apperr.Wrap(apperr.Unavailable, err, "the folder import could not be queued; send the notification again")
+		// Graph sends the notification again; Retry-After says when (a
+		// NATS cluster elects a stream's leader in about a second).
+		e := apperr.Wrap(apperr.Unavailable, err, "the folder import could not be queued; send the notification again")
+		e.RetryAfterSeconds = 1
+		return e
 	}
 	return nil
 }

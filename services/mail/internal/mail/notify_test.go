@@ -733,8 +733,9 @@ func TestNotifyQueueFailure(t *testing.T) {
 	e.folder(t, 1, "support@contoso.com", "inbox", true, true, "sub", "secret")
 	q.setFail(errors.New("nats: no responders available for request"))
 	_, err := n.Notify(context.Background(), many(10, note("sub", "secret")))
-	if !apperr.Is(err, apperr.Unavailable) {
-		t.Fatalf("error = %v, want unavailable", err)
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || ae.Code != apperr.Unavailable || ae.RetryAfterSeconds != 1 {
+		t.Fatalf("error = %v, want unavailable with Retry-After: 1", err)
 	}
 	// Nothing was recorded: the provider's retry in the same bucket publishes.
 	q.setFail(nil)
@@ -776,8 +777,9 @@ func TestNotifyContextEnded(t *testing.T) {
 	n := e.notifier(t, &fakeQueue{}, mail.NotifierOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := n.Notify(ctx, many(2, note("x", "y"))); !apperr.Is(err, apperr.Unavailable) {
-		t.Fatalf("error = %v, want unavailable", err)
+	var ae *apperr.Error
+	if _, err := n.Notify(ctx, many(2, note("x", "y"))); !errors.As(err, &ae) || ae.Code != apperr.Unavailable || ae.RetryAfterSeconds != 1 {
+		t.Fatalf("error = %v, want unavailable with Retry-After: 1", err)
 	}
 }
 

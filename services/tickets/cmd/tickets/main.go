@@ -102,7 +102,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	bucketLimits, _ := contracts.Limits(contracts.BucketAttachments)
 	blobs, err := blob.Open(ctx, deps.Bus.JS, blob.Bucket{Name: deps.Bus.Names.Stream(contracts.BucketAttachments), Description: "attachment bytes of the tickets service",
-		MaxBytes: bucketLimits.MaxBytes})
+		MaxBytes: bucketLimits.MaxBytes, Replicas: deps.Bus.Names.StreamReplicas(), Log: deps.Log})
 	if err != nil {
 		return err
 	}
