@@ -11,10 +11,12 @@
 // audit (a report of the sign-in page would be worthless).
 //
 // Usage: node run.mjs <gateway URL> <out dir> <name>=<path> ...
-// with CONSOLE_EMAIL and CONSOLE_PASSWORD in the environment and CHROME_PATH
-// the browser (default /usr/bin/chromium). Writes <out>/lighthouse-<name>.json
-// (the Lighthouse result) and .html (its report) per page; the caller reads
-// the scores from the JSON.
+// with CONSOLE_EMAIL and CONSOLE_PASSWORD in the environment, CHROME_PATH
+// the browser (default /usr/bin/chromium) and LIGHTHOUSE_RUNS the audits
+// per page (default 3: the score of one run varies with the machine's load;
+// the caller takes the median). Writes <out>/lighthouse-<name>-<run>.json
+// (the Lighthouse result) and .html (its report); the caller reads the
+// scores from the JSON.
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generateReport, navigation } from "lighthouse";
@@ -31,7 +33,8 @@ async function main() {
   const [base, outDir, ...pages] = process.argv.slice(2);
   const email = process.env.CONSOLE_EMAIL;
   const password = process.env.CONSOLE_PASSWORD;
-  if (!base || !outDir || pages.length === 0 || !email || !password) {
+  const runs = Number(process.env.LIGHTHOUSE_RUNS || "3");
+  if (!base || !outDir || pages.length === 0 || !email || !password || !(runs >= 1)) {
     throw new Error("usage: CONSOLE_EMAIL=... CONSOLE_PASSWORD=... node run.mjs <gateway URL> <out dir> <name>=<path> ...");
   }
   const browser = await puppeteer.launch({
@@ -55,19 +58,22 @@ async function main() {
       const path = spec.slice(eq + 1);
       if (eq <= 0 || !(name in loaded)) throw new Error(`page ${spec}: want inbox=<path> or ticket=<path>`);
       const url = new URL(path, base).href;
-      const result = await navigation(page, url, {
-        config: { extends: "lighthouse:default", settings: { onlyCategories: ["performance", "accessibility"] } },
-      });
-      if (!result) throw new Error(`${name}: Lighthouse returned no result`);
-      // Still the signed-in page after the audit (the same document).
-      const ok = await page
-        .waitForFunction(loaded[name], { timeout: 30_000 })
-        .then(() => true)
-        .catch(() => false);
-      if (!ok) throw new Error(`${name}: ${url} did not show its data signed in; the report would not measure it`);
-      await writeFile(join(outDir, `lighthouse-${name}.json`), JSON.stringify(result.lhr, null, 1));
-      await writeFile(join(outDir, `lighthouse-${name}.html`), generateReport(result.lhr, "html"));
-      console.log(`lighthouse: ${name} ${url} done`);
+      for (let run = 1; run <= runs; run++) {
+        const result = await navigation(page, url, {
+          config: { extends: "lighthouse:default", settings: { onlyCategories: ["performance", "accessibility"] } },
+        });
+        if (!result) throw new Error(`${name}: Lighthouse returned no result`);
+        // Still the signed-in page after the audit (the same document).
+        const ok = await page
+          .waitForFunction(loaded[name], { timeout: 30_000 })
+          .then(() => true)
+          .catch(() => false);
+        if (!ok) throw new Error(`${name}: ${url} did not show its data signed in; the report would not measure it`);
+        const file = join(outDir, `lighthouse-${name}-${run}`);
+        await writeFile(file + ".json", JSON.stringify(result.lhr, null, 1));
+        await writeFile(file + ".html", generateReport(result.lhr, "html"));
+        console.log(`lighthouse: ${name} ${url} run ${run} of ${runs} done`);
+      }
     }
   } finally {
     await browser.close();

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -41,6 +42,30 @@ type Lighthouse struct {
 	Metrics []string
 	// Failed are the titles of the accessibility audits that failed.
 	Failed []string
+	// Report is the file the result was read from.
+	Report string
+	// Runs are the performance scores of every run Combine combined.
+	Runs []int
+}
+
+// Combine makes one page's figure of several Lighthouse runs of it: the
+// median performance (Lighthouse's own advice: one run varies with the
+// machine's load; of an even number the lower middle one) with that run's
+// metrics and report, and the lowest accessibility, with its failed audits.
+func Combine(runs []Lighthouse) (Lighthouse, error) {
+	if len(runs) == 0 {
+		return Lighthouse{}, errors.New("no Lighthouse runs")
+	}
+	byPerf := slices.Clone(runs)
+	slices.SortStableFunc(byPerf, func(a, b Lighthouse) int { return a.Performance - b.Performance })
+	out := byPerf[(len(byPerf)-1)/2]
+	for _, r := range runs {
+		out.Runs = append(out.Runs, r.Performance)
+		if r.Accessibility < out.Accessibility {
+			out.Accessibility, out.Failed = r.Accessibility, r.Failed
+		}
+	}
+	return out, nil
 }
 
 // Figures are everything a budget run measured.

@@ -153,3 +153,28 @@ func TestLighthousePins(t *testing.T) {
 		t.Error("the probe does not look for the inbox's rows")
 	}
 }
+
+func TestCombine(t *testing.T) {
+	runs := []Lighthouse{
+		{Page: "inbox", Performance: 74, Accessibility: 100, Report: "1"},
+		{Page: "inbox", Performance: 95, Accessibility: 94, Failed: []string{"contrast"}, Report: "2"},
+		{Page: "inbox", Performance: 91, Accessibility: 100, Report: "3"},
+	}
+	l, err := Combine(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Performance != 91 || l.Report != "3" || l.Accessibility != 94 || len(l.Failed) != 1 || fmt.Sprint(l.Runs) != "[74 95 91]" {
+		t.Errorf("%+v", l)
+	}
+	// Of two the lower: a budget must not hold on the better half.
+	if l, _ := Combine(runs[:2]); l.Performance != 74 {
+		t.Errorf("median of 74 and 95: %d", l.Performance)
+	}
+	if l, _ := Combine(runs[1:2]); l.Performance != 95 || l.Accessibility != 94 {
+		t.Errorf("one run: %+v", l)
+	}
+	if _, err := Combine(nil); err == nil {
+		t.Error("no runs combined without an error")
+	}
+}
