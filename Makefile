@@ -6,7 +6,7 @@ GO      ?= go
 FUZZTIME ?= 30s
 DEVSTACK = bin/devstack
 
-.PHONY: run test lint fuzz bench soak build traefik infra deps devstack docs-assets docs-check console-assets console-check
+.PHONY: run test lint fuzz bench soak build traefik infra deps devstack docs-assets docs-check console-assets console-check console-budgets
 
 ## run: build everything, start infra, seed the demo customer, run all services behind the gateway (Ctrl-C stops)
 run: devstack
@@ -61,6 +61,13 @@ console-assets:
 console-check: traefik infra
 	mkdir -p bin
 	cd gateway && CONSOLE_SCREENSHOTS=$(CURDIR)/bin $(GO) test -count=1 -v ./e2econsole/
+	$(MAKE) console-budgets
+
+## console-budgets: 100,000 tickets of one customer, the inbox's first page timed in headless Chromium, initial JS, Lighthouse on inbox and ticket (reports bin/lighthouse-*); fails on a missed budget
+console-budgets: traefik infra
+	mkdir -p bin
+	cd scripts/lighthouse && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund
+	cd gateway && $(GO) run ./cmd/consolebudgets $(BUDGETS_FLAGS)
 
 ## deps: download the Go modules of every module
 deps:

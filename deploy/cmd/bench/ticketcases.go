@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"supportplatform.dev/deploy/seed"
 )
 
 // The tickets cases: listing a page of 20 out of benchTickets tickets of one
@@ -27,18 +29,6 @@ const (
 	// listPages are the pages tickets-list asks for in turn (deep OFFSETs
 	// are a client's choice; a helpdesk UI shows the first pages).
 	listPages = 50
-)
-
-// Subjects combine an adjective and a noun: a two-word query matches 1 in
-// len(adjectives)*len(nouns) tickets (100 of 100,000).
-var (
-	subjectAdjectives = []string{"broken", "missing", "late", "damaged", "wrong", "duplicate", "refunded", "blocked",
-		"expired", "locked", "empty", "slow", "failed", "cancelled", "unpaid", "invalid", "noisy", "frozen", "lost", "stolen"}
-	subjectNouns = []string{"invoice", "parcel", "account", "password", "subscription", "delivery", "printer", "laptop",
-		"voucher", "license", "payment", "order", "router", "charger", "battery", "screen", "keyboard", "headset", "camera",
-		"speaker", "ticket", "booking", "transfer", "card", "login", "upgrade", "download", "update", "warranty", "return",
-		"exchange", "coupon", "gift", "shipment", "label", "address", "contract", "meter", "sensor", "cable", "adapter",
-		"mouse", "monitor", "tablet", "phone", "watch", "charger2", "dock", "drive", "backup"}
 )
 
 // ticketsBench is what the tickets cases share: the seeded customer's
@@ -59,75 +49,15 @@ func (b *ticketsBench) setup(ctx context.Context, e *benchEnv) (string, error) {
 	return "tickets seeded before", nil
 }
 
-// seed makes an end user and a channel through the API, then benchTickets
-// tickets in one INSERT as the database administrator (through the API it
-// would take minutes), with the same search vectors the service writes.
+// seed makes benchTickets tickets of the logged-in customer (seed.SeedTickets)
+// and keeps the ids of the newest messageTickets.
 func (b *ticketsBench) seed(ctx context.Context, e *benchEnv) (string, error) {
-	if e.DB == nil {
-		return "", errors.New("no database")
-	}
 	start := time.Now()
-	var me struct {
-		Customer struct {
-			CustomerID int64 `json:"customerID"`
-		} `json:"customer"`
-	}
-	data, err := e.API.Do(ctx, http.MethodGet, "/api/Customers/me", "", http.StatusOK)
-	if err == nil {
-		err = json.Unmarshal(data, &me)
-	}
+	t, err := seed.SeedTickets(ctx, e.API, e.DB, benchTickets)
 	if err != nil {
 		return "", err
 	}
-	if me.Customer.CustomerID == 0 {
-		return "", fmt.Errorf("no customer id in /api/Customers/me: %s", data)
-	}
-	var user struct {
-		EndUserID int64 `json:"endUserID"`
-	}
-	if data, err = e.API.Do(ctx, http.MethodPost, "/api/EndUsers", `{"name":"Bench End User","email":"bench-user@example.com"}`,
-		http.StatusCreated); err == nil {
-		err = json.Unmarshal(data, &user)
-	}
-	if err != nil {
-		return "", err
-	}
-	var channel struct {
-		ChannelID int64 `json:"channelID"`
-	}
-	if data, err = e.API.Do(ctx, http.MethodPost, "/api/Channels", `{"name":"Bench web","kind":"web"}`, http.StatusCreated); err == nil {
-		err = json.Unmarshal(data, &channel)
-	}
-	if err != nil {
-		return "", err
-	}
-	if _, err := e.DB.Exec(ctx, `INSERT INTO tickets.tickets AS t (customer_id, channel_id, end_user_id, subject, status,
-		ticket_token, search, search_config, created_at, updated_at)
-		SELECT $1, $2, $3, s.subject, (ARRAY['Open','Pending','Escalated','Resolved','Closed'])[1 + i % 5],
-			md5(random()::text || i), to_tsvector('english', s.subject) || to_tsvector('simple', s.subject), 'english', s.at, s.at
-		FROM generate_series(1, $4::int) AS i,
-		LATERAL (SELECT format('Order %s: %s %s', 100000 + i, ($5::text[])[1 + i % cardinality($5::text[])],
-				($6::text[])[1 + (i / cardinality($5::text[])) % cardinality($6::text[])]) AS subject,
-			now() - make_interval(secs => ($4 - i)::float8) AS at) AS s`,
-		me.Customer.CustomerID, channel.ChannelID, user.EndUserID, benchTickets, subjectAdjectives, subjectNouns); err != nil {
-		return "", fmt.Errorf("seed tickets: %w", err)
-	}
-	rows, err := e.DB.Query(ctx, `SELECT ticket_id FROM tickets.tickets WHERE customer_id = $1 ORDER BY ticket_id DESC LIMIT $2`,
-		me.Customer.CustomerID, messageTickets)
-	if err != nil {
-		return "", err
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return "", err
-		}
-		b.ticketIDs = append(b.ticketIDs, id)
-	}
-	if err := rows.Err(); err != nil {
-		return "", err
-	}
-	if _, err := e.DB.Exec(ctx, `VACUUM ANALYZE tickets.tickets`); err != nil {
+	if b.ticketIDs, err = seed.NewestTicketIDs(ctx, e.DB, t.CustomerID, messageTickets); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d tickets of one customer inserted by SQL in %s", benchTickets, time.Since(start).Round(time.Millisecond)), nil
@@ -156,17 +86,10 @@ func checkTicketsPage(req *http.Request, _, body []byte) error {
 	return nil
 }
 
-// searchQuery is the n-th two-word query (an adjective and a noun).
-func searchQuery(n uint64) string {
-	a := subjectAdjectives[n%uint64(len(subjectAdjectives))]
-	b := subjectNouns[(n/uint64(len(subjectAdjectives)))%uint64(len(subjectNouns))]
-	return a + " " + b
-}
-
 // ticketCases are the tickets cases, sharing one seeded customer.
 func ticketCases() []*benchCase {
 	tb := &ticketsBench{}
-	perQuery := benchTickets / (len(subjectAdjectives) * len(subjectNouns))
+	perQuery := benchTickets / (len(seed.SubjectAdjectives) * len(seed.SubjectNouns))
 	return []*benchCase{
 		{
 			Name: "tickets-list", Method: http.MethodGet, Auth: true, Needs: []string{"auth", "mailingest", "tickets"},
@@ -180,7 +103,7 @@ func ticketCases() []*benchCase {
 		{
 			Name: "tickets-search", Method: http.MethodGet, Auth: true, Needs: []string{"auth", "mailingest", "tickets"},
 			Vary: func(n uint64) (string, string) {
-				return "/api/Tickets?pageSize=20&q=" + url.QueryEscape(searchQuery(n)), ""
+				return "/api/Tickets?pageSize=20&q=" + url.QueryEscape(seed.SearchQuery(n)), ""
 			},
 			Check:      checkTicketsPage,
 			Setup:      tb.setup,

@@ -500,6 +500,12 @@ export function Inbox(props: { query: URLSearchParams; me: Me | null }) {
               <td>{fmtDate(t.dateUpdated)}</td>
             </tr>
           ))}
+          {page === null && problem === null && (
+            // Keeps the first page's place while it loads: nothing below moves.
+            <tr class="loading" aria-hidden="true">
+              <td colSpan={9} />
+            </tr>
+          )}
           {page !== null && items.length === 0 && (
             <tr>
               <td colSpan={9} class="empty">
