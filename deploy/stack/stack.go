@@ -269,7 +269,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	if opts.Demo != nil {
-		if err := s.bootstrap(ctx, *opts.Demo); err != nil {
+		if err := s.Bootstrap(ctx, *opts.Demo); err != nil {
 			return nil, err
 		}
 	}
@@ -418,9 +418,12 @@ func (s *Stack) startServices(ctx context.Context, svcs []Service) error {
 	return errors.Join(errs...)
 }
 
-func (s *Stack) bootstrap(ctx context.Context, a Account) error {
+// Bootstrap creates (or updates) a customer with its admin account with
+// auth's bootstrap subcommand: the demo customer, or another one of a
+// benchmark case.
+func (s *Stack) Bootstrap(ctx context.Context, a Account) error {
 	if _, ok := s.bins["auth"]; !ok {
-		return errors.New("demo account requested but auth is not started")
+		return errors.New("account requested but auth is not started")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()

@@ -44,7 +44,7 @@ var replyKnowledge = []struct{ topic, description, title, content, question stri
 
 func messageToReplyCase() *benchCase {
 	return &benchCase{
-		Name: "message-to-reply", Needs: []string{"auth", "topics", "mailingest", "tickets", "assistant"},
+		Name: "message-to-reply", Needs: []string{"auth", "topics", "mailingest", "tickets", "assistant"}, Customer: "Bench Assistant",
 		Note: fmt.Sprintf("%d end-user messages, one every %s, created through the API in a customer with %d topics and linked documents "+
 			"-> aiReply prepared on the message (polled every %s); the offline engine", replyMessages, replyInterval, len(replyKnowledge), replyPoll),
 		Latency: messageToReply,

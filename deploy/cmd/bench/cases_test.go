@@ -150,3 +150,39 @@ func TestPercentiles(t *testing.T) {
 		t.Error("edge cases")
 	}
 }
+
+// TestCountingCasesHaveCustomersOfTheirOwn: the cases whose checks count
+// what their setup made (1,000 topics, 100,000 tickets) run as customers no
+// other case adds topics or tickets to, so `make bench` passes in any order
+// (the mail cases add tickets and the assistant case topics to theirs).
+func TestCountingCasesHaveCustomersOfTheirOwn(t *testing.T) {
+	byName := map[string]*benchCase{}
+	for _, c := range benchCases() {
+		byName[c.Name] = c
+	}
+	customer := func(name string) string {
+		c, ok := byName[name]
+		if !ok {
+			t.Fatalf("no case %s", name)
+		}
+		return c.Customer
+	}
+	for _, name := range []string{"tickets-search", "message-create"} {
+		if customer(name) != customer("tickets-list") {
+			t.Errorf("%s runs as %q, tickets-list as %q: they share the seeded tickets", name, customer(name), customer("tickets-list"))
+		}
+	}
+	counting := map[string]bool{customer("tickets-list"): true, customer("topics-list"): true}
+	if len(counting) != 2 || counting[""] {
+		t.Fatalf("tickets-list (%q) and topics-list (%q) need customers of their own", customer("tickets-list"), customer("topics-list"))
+	}
+	for _, c := range byName {
+		switch c.Name {
+		case "tickets-list", "tickets-search", "message-create", "topics-list":
+			continue
+		}
+		if counting[c.Customer] {
+			t.Errorf("%s runs as %q, a customer whose totals another case checks", c.Name, c.Customer)
+		}
+	}
+}

@@ -132,7 +132,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	env := &benchEnv{API: api, Graph: st.Graph, MetricsURL: metrics, DB: db, Stack: st.Stack}
+	demoEnv := &benchEnv{API: api, Graph: st.Graph, MetricsURL: metrics, DB: db, Stack: st.Stack}
+	customers := &caseCustomers{demo: demoEnv, http: client, base: st.HTTPSURL, stack: st.Stack, envs: map[string]*benchEnv{}}
 	slowWorkers := min(*uncachedC, *concurrency)
 	fmt.Fprintf(stdout, "gateway %s, %d workers (slow cases %d), %s per case after %s warm-up, %d CPUs\n\n",
 		st.HTTPSURL, *concurrency, slowWorkers, *duration, *warmup, runtime.NumCPU())
@@ -155,6 +156,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "%-18s %s\n", c.Name, c.Note)
 		case c.Note != "":
 			fmt.Fprintf(stdout, "%-18s %d workers; %s\n", c.Name, w, c.Note)
+		}
+		env, err := customers.env(ctx, c.Customer)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			failures = append(failures, fmt.Sprintf("case %s: customer: %v", c.Name, err))
+			fmt.Fprintf(stdout, "%-18s CUSTOMER FAILED: %v\n\n", c.Name, err)
+			continue
 		}
 		if c.Setup != nil {
 			line, err := c.Setup(ctx, env)
