@@ -24,6 +24,7 @@ type Common struct {
 	MaxBodyBytes       int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
 	DebugAddr          string        `env:"DEBUG_ADDR" default:"" desc:"private address of a listener serving Go's /debug/pprof/ (profiles, goroutine dumps) for diagnosing a service; empty = off; never routed by the gateway"`
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
+	DrainDelay         time.Duration `env:"DRAIN_DELAY" default:"0s" desc:"on SIGTERM, how long the service goes on accepting and serving with /readyz answering 503, so that a load balancer polling /readyz (Traefik's health check) takes it out of rotation first; longer than that check's interval plus timeout; 0 = stop accepting at once (a lone replica, or Kubernetes, whose preStop hook waits instead)"`
 	RequestTimeout     time.Duration `env:"REQUEST_TIMEOUT" default:"60s" desc:"time budget of one request: its handler's context ends then (503 problem); the server's write timeout and the gateway's timeouts are derived from it, every upstream call (AI) must fit in it"`
 	// Telemetry is the tracing set-up: the standard OTEL_* variables.
 	Telemetry telemetry.Config
