@@ -34,6 +34,9 @@ type Suite struct {
 	// OTLPEndpoint, when set, turns tracing on in every service and in
 	// Traefik (stack.Options.OTLPEndpoint).
 	OTLPEndpoint string
+	// Replicas are the processes per service (stack.Options.Replicas);
+	// nil: one of each.
+	Replicas map[string]int
 }
 
 // Running is a started suite, handed to the package before its tests run.
@@ -99,6 +102,7 @@ func Main(m *testing.M, s Suite, ready func(Running)) int {
 		Demo: &stack.Account{Customer: s.Name + " E2E", Email: label + "-e2e@example.com", Password: "pw-" + randid.Hex(12),
 			Name: label + " Admin"},
 		OTLPEndpoint: s.OTLPEndpoint,
+		Replicas:     s.Replicas,
 	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, stackLog.String())
