@@ -239,6 +239,9 @@ func (s *Server) queryCheck(c *gin.Context) {
 	c.Next()
 }
 
+// quiet discards what WriteError would log.
+var quiet = slog.New(slog.DiscardHandler)
+
 // Drain marks the server as shutting down: from now on /readyz answers 503
 // (whatever its checks say), so that a load balancer polling it takes this
 // replica out of rotation while it still serves (Serve's drain delay).
@@ -246,7 +249,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 func (s *Server) ready(c *gin.Context) {
 	if s.draining.Load() {
-		WriteError(c, s.log, apperr.E(apperr.Unavailable, "the service is shutting down"))
+		// Expected, every health-check interval until the process exits:
+		// Serve logs the drain once, this answer is not an error.
+		WriteError(c, quiet, apperr.E(apperr.Unavailable, "the service is shutting down"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
