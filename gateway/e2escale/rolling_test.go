@@ -81,8 +81,12 @@ func (l *load) do(kind, method, path, token string, body any, header map[string]
 	case resp.StatusCode != want:
 		return fail("%d, want %d: %s", resp.StatusCode, want, e2ekit.Truncate(data))
 	}
-	if err := api.ValidateResponse(req, resp.StatusCode, resp.Header, data); err != nil {
-		return fail("contract: %v", err)
+	// The API's answers match the contract (the page and the console are
+	// outside it).
+	if strings.HasPrefix(path, "/api/") {
+		if err := api.ValidateResponse(req, resp.StatusCode, resp.Header, data); err != nil {
+			return fail("contract: %v", err)
+		}
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -184,10 +188,8 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		l.counts["notification"]++
 		l.mu.Unlock()
 		l.total.Add(1)
-		status, err := graph.Notify(ctx, *folder.ProviderSubscriptionID, 1)
-		if ctx.Err() != nil {
-			return
-		}
+		// Not cut short when the load stops: its mail must become a ticket.
+		status, err := graph.Notify(t.Context(), *folder.ProviderSubscriptionID, 1)
 		if err != nil || status/100 != 2 {
 			l.mu.Lock()
 			l.fails = append(l.fails, fmt.Sprintf("%s notification of %s: %d %v", time.Now().Format("15:04:05.000"), subject, status, err))
