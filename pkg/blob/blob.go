@@ -77,12 +77,17 @@ type Bucket struct {
 // Open creates the bucket when it is missing (file storage, one replica
 // unless the stream already says otherwise) and returns the store.
 func Open(ctx context.Context, js jetstream.JetStream, b Bucket) (*ObjectStore, error) {
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      b.Name,
-		Description: b.Description,
-		Storage:     jetstream.FileStorage,
-		TTL:         b.MaxAge,
-		MaxBytes:    b.MaxBytes,
+	// Replicas of a service open their bucket together.
+	var obs jetstream.ObjectStore
+	err := natsbus.RetryConcurrentCreate(ctx, func() (err error) {
+		obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      b.Name,
+			Description: b.Description,
+			Storage:     jetstream.FileStorage,
+			TTL:         b.MaxAge,
+			MaxBytes:    b.MaxBytes,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("blob: object store %s: %w", b.Name, err)

@@ -272,11 +272,47 @@ func WithLimits(cfg jetstream.StreamConfig, base string) jetstream.StreamConfig 
 
 // EnsureStream creates or updates a stream.
 func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
-	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+	err := RetryConcurrentCreate(ctx, func() error {
+		_, err := b.JS.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("natsbus: stream %s: %w", cfg.Name, err)
 	}
 	return nil
 }
+
+// RetryConcurrentCreate runs create (a CreateOrUpdate of a stream or
+// bucket) again, up to five times in all, while it fails the way a
+// concurrent creation of the same stream makes it fail: replicas of a
+// service start together and declare the same streams. The server
+// reserves a new stream's max_bytes before it notices that another request
+// has just created it, so the loser is refused with "insufficient storage
+// resources" (10047) when the two reservations do not fit the account, or
+// finds the name in use (10058); the next attempt finds the stream and
+// updates it.
+func RetryConcurrentCreate(ctx context.Context, create func() error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = create(); err == nil || attempt == 5 || !concurrentCreate(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		}
+	}
+}
+
+func concurrentCreate(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jsInsufficientResources || apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse)
+}
+
+// jsInsufficientResources is the server's JSInsufficientResourcesErr,
+// which nats.go names no constant for.
+const jsInsufficientResources jetstream.ErrorCode = 10047
 
 // PublishRaw publishes data to the JetStream subject base (prefixed here)
 // with a message id, so the stream drops a repeated publish inside its
