@@ -126,3 +126,12 @@ func TestReplicaSettings(t *testing.T) {
 		t.Errorf("a lone process drains: %v", got)
 	}
 }
+
+func TestJWKSURLs(t *testing.T) {
+	if got := jwksURLs(8081, nil); got != "http://127.0.0.1:8081/api/Auth/jwks" {
+		t.Errorf("auth not started: %s", got)
+	}
+	if got := jwksURLs(8081, []int{8081, 9001}); got != "http://127.0.0.1:8081/api/Auth/jwks,http://127.0.0.1:9001/api/Auth/jwks" {
+		t.Errorf("two auth processes: %s", got)
+	}
+}

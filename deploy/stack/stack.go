@@ -282,7 +282,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	for _, svc := range services {
 		s.bins[svc.Name] = filepath.Join(opts.BinDir, svc.Name)
 		s.ServiceURLs[svc.Name] = "http://127.0.0.1:" + strconv.Itoa(portOf[svc.Name])
-		if s.env[svc.Name], err = s.serviceEnv(svc, opts, portOf); err != nil {
+		if s.env[svc.Name], err = s.serviceEnv(svc, opts, portOf, jwksURLs(portOf["auth"], replicaPorts["auth"])); err != nil {
 			return nil, err
 		}
 	}
@@ -364,7 +364,7 @@ func selectServices(opts Options) ([]Service, error) {
 // migrations, which run as the administrator) and to NATS as its own user;
 // a service without a schema gets no database URL at all, and a standalone
 // one no URL of any backend.
-func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]string, error) {
+func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int, jwks string) ([]string, error) {
 	if svc.Standalone {
 		env := append(baseEnv(),
 			"HTTP_ADDR=127.0.0.1:"+strconv.Itoa(portOf[svc.Name]),
@@ -393,7 +393,7 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 		"REDIS_PREFIX="+s.RedisPrefix,
 		"NATS_URL="+natsURL,
 		"NATS_PREFIX="+s.NATSPrefix,
-		"AUTH_JWKS_URL=http://127.0.0.1:"+strconv.Itoa(portOf["auth"])+"/api/Auth/jwks",
+		"AUTH_JWKS_URL="+jwks,
 		"JWT_ISSUER="+opts.JWTIssuer,
 		"JWT_AUDIENCE="+opts.JWTAudience,
 		"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
@@ -465,6 +465,21 @@ func (s *Stack) startServices(ctx context.Context, svcs []Service, ports map[str
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// jwksURLs is AUTH_JWKS_URL: the JWKS of every auth process, tried in
+// turn, so that a service's first fetch does not fail while one auth
+// replica restarts (no load balancer between the services and auth).
+// port is auth's first port, whether auth is started or not.
+func jwksURLs(port int, replicaPorts []int) string {
+	if len(replicaPorts) == 0 {
+		replicaPorts = []int{port}
+	}
+	urls := make([]string, len(replicaPorts))
+	for i, p := range replicaPorts {
+		urls[i] = "http://127.0.0.1:" + strconv.Itoa(p) + "/api/Auth/jwks"
+	}
+	return strings.Join(urls, ",")
 }
 
 // replicaCount is the number of processes Options.Replicas asks of service.

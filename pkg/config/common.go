@@ -17,7 +17,7 @@ type Common struct {
 	RedisPrefix        string        `env:"REDIS_PREFIX" default:"sp:" desc:"prefix of every Redis key (isolates deployments and tests)"`
 	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream"`
 	NATSPrefix         string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
-	JWKSURL            string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys"`
+	JWKSURL            string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys: one URL, or several separated by commas (auth replicas without a load balancer in between), tried in turn"`
 	JWTIssuer          string        `env:"JWT_ISSUER" default:"https://supportplatform.dev/auth" desc:"iss claim of access tokens"`
 	JWTAudience        string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`
 	TrustedProxies     []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
