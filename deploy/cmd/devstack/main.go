@@ -61,6 +61,9 @@ type config struct {
 	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT): an OTLP/HTTP collector
 	// that every service and Traefik send their spans to; empty: off.
 	OTLPEndpoint string
+	// Replicas (REPLICAS) is the number of processes of every service,
+	// 1 to 4, behind the gateway's health check (gateway/README.md).
+	Replicas int
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -75,6 +78,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		GraphFakePort:     8090,
 		Database:          "support",
 		LogLevel:          "info",
+		Replicas:          1,
 	}
 	for key, dst := range map[string]*int{"GATEWAY_PORT": &c.HTTPSPort, "GATEWAY_HTTP_PORT": &c.HTTPPort, "GRAPH_FAKE_PORT": &c.GraphFakePort} {
 		if v := getenv(key); v != "" {
@@ -92,6 +96,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.HTTPSPort == c.HTTPPort {
 		return c, errors.New("GATEWAY_PORT and GATEWAY_HTTP_PORT must differ")
+	}
+	if v := getenv("REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 4 {
+			return c, fmt.Errorf("REPLICAS=%q: want 1 to 4 processes of every service", v)
+		}
+		c.Replicas = n
 	}
 	return c, nil
 }
@@ -193,6 +204,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		NATSPrefix:   "sp",
 		Env:          map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importreply": mailEnv},
 		OTLPEndpoint: cfg.OTLPEndpoint,
+		Replicas:     map[string]int{"*": cfg.Replicas},
 	})
 	if err != nil {
 		return err

@@ -15,11 +15,13 @@ func TestLoadConfig(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", env: nil,
-			want: config{HTTPSPort: 8443, HTTPPort: 8080, DemoEmail: "demo@example.com", Database: "support", LogLevel: "info", GraphFakePort: 8090}},
+			want: config{HTTPSPort: 8443, HTTPPort: 8080, DemoEmail: "demo@example.com", Database: "support", LogLevel: "info", GraphFakePort: 8090, Replicas: 1}},
 		{name: "overrides", env: map[string]string{"GATEWAY_PORT": "9443", "GATEWAY_HTTP_PORT": "9080", "DEMO_EMAIL": "a@b.c", "DEMO_PASSWORD": "pw", "DEV_DATABASE": "other", "LOG_LEVEL": "debug",
-			"GRAPH_CLIENT_ID": "app", "GRAPH_CLIENT_SECRET": "s", "GRAPH_FAKE_PORT": "9090"},
+			"GRAPH_CLIENT_ID": "app", "GRAPH_CLIENT_SECRET": "s", "GRAPH_FAKE_PORT": "9090", "REPLICAS": "2"},
 			want: config{HTTPSPort: 9443, HTTPPort: 9080, DemoEmail: "a@b.c", DemoPassword: "pw", Database: "other", LogLevel: "debug",
-				GraphClientID: "app", GraphClientSecret: "s", GraphFakePort: 9090}},
+				GraphClientID: "app", GraphClientSecret: "s", GraphFakePort: 9090, Replicas: 2}},
+		{name: "no replica", env: map[string]string{"REPLICAS": "0"}, wantErr: "REPLICAS"},
+		{name: "too many replicas", env: map[string]string{"REPLICAS": "5"}, wantErr: "REPLICAS"},
 		{name: "bad port", env: map[string]string{"GATEWAY_PORT": "https"}, wantErr: "GATEWAY_PORT"},
 		{name: "port out of range", env: map[string]string{"GATEWAY_HTTP_PORT": "70000"}, wantErr: "GATEWAY_HTTP_PORT"},
 		{name: "same ports", env: map[string]string{"GATEWAY_PORT": "8080"}, wantErr: "differ"},
