@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +41,49 @@ func TestEveryServiceReplicated(t *testing.T) {
 			t.Errorf("%s is not started (built: every service is needed)", want)
 		}
 	}
+}
+
+// The gateway spreads requests over a service's processes (round robin, no
+// sticky sessions): twenty lists of topics through one client's kept-alive
+// connection reach both topics processes.
+func TestGatewayBalancesReplicas(t *testing.T) {
+	tn := e2ekit.NewTenant(t, stk, client(t), "Balance")
+	ts := replicasOf(t, "topics", 2)
+	before := []float64{topicLists(t, ts[0].URL), topicLists(t, ts[1].URL)}
+	c := client(t)
+	for range 20 {
+		e2ekit.WantStatus(t, c.Do(http.MethodGet, "/api/Topics", tn.AgentToken, nil), http.StatusOK, nil)
+	}
+	for i, r := range ts {
+		if n := topicLists(t, r.URL) - before[i]; n < 5 {
+			t.Errorf("%s served %v of 20 lists", r.Name, n)
+		}
+	}
+}
+
+// topicLists is the http_requests_total of GET /api/Topics of a process.
+func topicLists(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for line := range strings.Lines(string(data)) {
+		if strings.HasPrefix(line, "http_requests_total{") && strings.Contains(line, `method="GET"`) && strings.Contains(line, `route="/api/Topics"`) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
 }
 
 // A token from a login on one auth replica works on every replica of every

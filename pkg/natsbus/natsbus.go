@@ -290,7 +290,8 @@ func (b *Bus) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 // has just created it, so the loser is refused with "insufficient storage
 // resources" (10047) when the two reservations do not fit the account, or
 // finds the name in use (10058); the next attempt finds the stream and
-// updates it.
+// updates it. Other API errors are retried too (servers of other versions
+// may word the race otherwise): a lasting one fails after half a second.
 func RetryConcurrentCreate(ctx context.Context, create func() error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -307,12 +308,8 @@ func RetryConcurrentCreate(ctx context.Context, create func() error) error {
 
 func concurrentCreate(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jsInsufficientResources || apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse)
+	return errors.As(err, &apiErr)
 }
-
-// jsInsufficientResources is the server's JSInsufficientResourcesErr,
-// which nats.go names no constant for.
-const jsInsufficientResources jetstream.ErrorCode = 10047
 
 // PublishRaw publishes data to the JetStream subject base (prefixed here)
 // with a message id, so the stream drops a repeated publish inside its
