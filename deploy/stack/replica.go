@@ -6,20 +6,75 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// Replica is one more process of a started service (a second import
-// worker, or one restarted after a kill), on an HTTP port of its own, with
-// the service's environment. Stack.Stop stops it with the rest.
+// Replica is one process of a started service: one of those Start started
+// (Options.Replicas; Stack.Replicas lists them), or one more started by
+// StartReplica (a second import worker, or one restarted after a kill), on
+// an HTTP port of its own, with the service's environment. Stack.Stop
+// stops it with the rest.
 type Replica struct {
-	// Name is the service name and the replica's number ("importreply-2");
-	// its log file is LogFile(Name).
-	Name string
-	// URL is its own plain-HTTP address (/healthz, /readyz, /metrics).
+	// Name is the service name, with the replica's number after the
+	// first ("importreply-2"); its log file is LogFile(Name).
+	Name    string
+	Service string
+	// URL is its own plain-HTTP address (/healthz, /readyz, /metrics, and
+	// the routes of a routed service, as the gateway's server).
 	URL string
 	p   *process
+	s   *Stack
+}
+
+// Replicas returns the processes Start started for service, in order (the
+// first is ServiceURLs' one); nil for a service not started.
+func (s *Stack) Replicas(service string) []*Replica {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sets[service])
+}
+
+// Restart stops the replica with SIGTERM, waiting for its clean exit (a
+// routed replica drains first: DRAIN_DELAY), starts it again on the same
+// port with the same environment, and returns once its /readyz answers 200
+// and, for a replicated routed service, the gateway's health check has put
+// it back in the rotation. A rolling restart calls it for one replica after
+// another: the service never has fewer than all but one in the rotation.
+func (r *Replica) Restart(ctx context.Context) error {
+	if err := r.Stop(); err != nil {
+		return err
+	}
+	p, err := startProcess(r.p.spec)
+	if err != nil {
+		return err
+	}
+	r.s.mu.Lock()
+	r.s.procs = append(r.s.procs, p)
+	r.p = p
+	routed := r.s.routed[r.Service]
+	r.s.mu.Unlock()
+	if err := p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return checkStatus(ctx, r.URL+"/readyz", http.StatusOK) }); err != nil {
+		return err
+	}
+	if routed && r.s.Gateway != nil {
+		return r.s.Gateway.WaitServerUp(ctx, r.Service, r.URL)
+	}
+	return nil
+}
+
+// PID is the process id of the replica's current process.
+func (r *Replica) PID() int { return r.p.cmd.Process.Pid }
+
+// serviceOf is the service of a process name ("tickets-2": tickets).
+func serviceOf(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
 }
 
 // StartReplica starts another process of service with the environment the
@@ -47,7 +102,7 @@ func (s *Stack) StartReplica(ctx context.Context, service string, env ...string)
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
-	r := &Replica{Name: name, URL: "http://127.0.0.1:" + strconv.Itoa(ports[0]), p: p}
+	r := &Replica{Name: name, Service: service, URL: "http://127.0.0.1:" + strconv.Itoa(ports[0]), p: p, s: s}
 	if err := p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return checkStatus(ctx, r.URL+"/readyz", http.StatusOK) }); err != nil {
 		r.Kill()
 		return nil, err

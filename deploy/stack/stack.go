@@ -82,6 +82,16 @@ type Options struct {
 	OTLPEndpoint string
 	// Now is used for TLS certificate validity; default time.Now.
 	Now func() time.Time
+	// Replicas is the number of processes of each service (by name; the
+	// key "*" for every service not named); default 1. Each process has
+	// its own port and the service's environment; the gateway balances a
+	// routed service's processes with HealthCheck and the replica-retry
+	// middleware, and each of them gets DRAIN_DELAY =
+	// HealthCheck.DrainDelay() (gateway/README.md, Replicas).
+	Replicas map[string]int
+	// HealthCheck of the replicated services in the gateway; zero:
+	// DefaultHealthCheck.
+	HealthCheck HealthCheck
 }
 
 // Defaults of the token claims the services agree on.
@@ -94,7 +104,7 @@ const (
 type Stack struct {
 	HTTPSURL    string            // gateway TLS entrypoint, https://127.0.0.1:port
 	HTTPURL     string            // gateway plain-HTTP entrypoint (refuses everything)
-	ServiceURLs map[string]string // each service's own plain-HTTP URL
+	ServiceURLs map[string]string // each service's own plain-HTTP URL (its first process's)
 	Gateway     *Gateway
 	TLS         *DevTLS
 	Database    string
@@ -116,9 +126,12 @@ type Stack struct {
 
 	env      map[string][]string
 	bins     map[string]string
-	mu       sync.Mutex // procs and replicas, which StartReplica changes
+	mu       sync.Mutex // procs, replicas and sets, which StartReplica and RestartReplica change
 	procs    []*process
-	replicas map[string]int // replicas started per service
+	replicas map[string]int // replicas started per service beyond the first
+	// sets are the processes Start started per service (Options.Replicas).
+	sets     map[string][]*Replica
+	routed   map[string]bool // services with a gateway route
 	natsProc *process
 	natsAddr string
 	// natsNodes are the NATS servers (one, or a cluster's); natsProc and
@@ -184,6 +197,8 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		env:         map[string][]string{},
 		bins:        map[string]string{},
 		replicas:    map[string]int{},
+		sets:        map[string][]*Replica{},
+		routed:      map[string]bool{},
 		infra:       infra,
 	}
 	if opts.Log != nil {
@@ -242,7 +257,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	// The gateway's port too: services that give an outside provider a
 	// callback address (PUBLIC_BASE_URL) need it before the gateway starts.
-	ports, err := freePorts(append(want, opts.HTTPSPort)...)
+	// Then one port per further replica of the started services.
+	want = append(want, opts.HTTPSPort)
+	for _, svc := range services {
+		for range replicaCount(opts.Replicas, svc.Name) - 1 {
+			want = append(want, 0)
+		}
+	}
+	ports, err := freePorts(want...)
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +272,24 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	for i, svc := range Services {
 		portOf[svc.Name] = ports[i]
 	}
-	opts.HTTPSPort = ports[len(ports)-1]
+	opts.HTTPSPort = ports[len(Services)]
+	extra := ports[len(Services)+1:]
+	replicaPorts := map[string][]int{}
+	for _, svc := range services {
+		replicaPorts[svc.Name] = []int{portOf[svc.Name]}
+		for range replicaCount(opts.Replicas, svc.Name) - 1 {
+			replicaPorts[svc.Name] = append(replicaPorts[svc.Name], extra[0])
+			extra = extra[1:]
+		}
+	}
+	if opts.HealthCheck == (HealthCheck{}) {
+		opts.HealthCheck = DefaultHealthCheck
+	}
 
 	for _, svc := range services {
 		s.bins[svc.Name] = filepath.Join(opts.BinDir, svc.Name)
 		s.ServiceURLs[svc.Name] = "http://127.0.0.1:" + strconv.Itoa(portOf[svc.Name])
-		if s.env[svc.Name], err = s.serviceEnv(svc, opts, portOf); err != nil {
+		if s.env[svc.Name], err = s.serviceEnv(svc, opts, portOf, jwksURLs(portOf["auth"], replicaPorts["auth"])); err != nil {
 			return nil, err
 		}
 	}
@@ -265,7 +299,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if len(services) > 0 && services[0].Bootstrap {
 		first, rest = services[:1], services[1:]
 	}
-	if err := s.startServices(ctx, first); err != nil {
+	if err := s.startServices(ctx, first, replicaPorts); err != nil {
 		return nil, err
 	}
 	if opts.Demo != nil {
@@ -273,11 +307,17 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	if err := s.startServices(ctx, rest); err != nil {
+	if err := s.startServices(ctx, rest, replicaPorts); err != nil {
 		return nil, err
 	}
 
 	routes := ServiceRoutes(services, func(svc Service) string { return s.ServiceURLs[svc.Name] })
+	for i, r := range routes {
+		for _, p := range replicaPorts[r.TraefikService()][1:] {
+			routes[i].Replicas = append(routes[i].Replicas, "http://127.0.0.1:"+strconv.Itoa(p))
+		}
+		s.routed[r.TraefikService()] = true
+	}
 	routes = append(routes, opts.ExtraRoutes...)
 	gw, err := StartGateway(ctx, GatewayOptions{
 		RepoRoot:       opts.RepoRoot,
@@ -290,6 +330,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		RequestTimeout: opts.RequestTimeout,
 		TLS:            s.TLS,
 		OTLPEndpoint:   opts.OTLPEndpoint,
+		HealthCheck:    opts.HealthCheck,
 		Log:            s.log,
 	})
 	if err != nil {
@@ -330,13 +371,14 @@ func selectServices(opts Options) ([]Service, error) {
 // migrations, which run as the administrator) and to NATS as its own user;
 // a service without a schema gets no database URL at all, and a standalone
 // one no URL of any backend.
-func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]string, error) {
+func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int, jwks string) ([]string, error) {
 	if svc.Standalone {
 		env := append(baseEnv(),
 			"HTTP_ADDR=127.0.0.1:"+strconv.Itoa(portOf[svc.Name]),
 			"LOG_LEVEL="+opts.LogLevel,
 			"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
 		)
+		env = append(env, drainEnv(svc, opts)...)
 		env = append(env, opts.Env["*"]...)
 		return append(env, opts.Env[svc.Name]...), nil
 	}
@@ -359,7 +401,7 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 		"NATS_URL="+natsURL,
 		"NATS_PREFIX="+s.NATSPrefix,
 		"NATS_REPLICAS="+strconv.Itoa(s.NATSReplicas()),
-		"AUTH_JWKS_URL=http://127.0.0.1:"+strconv.Itoa(portOf["auth"])+"/api/Auth/jwks",
+		"AUTH_JWKS_URL="+jwks,
 		"JWT_ISSUER="+opts.JWTIssuer,
 		"JWT_AUDIENCE="+opts.JWTAudience,
 		"REQUEST_TIMEOUT="+TimeoutsFor(opts.RequestTimeout).RequestTimeout().String(),
@@ -381,41 +423,95 @@ func (s *Stack) serviceEnv(svc Service, opts Options, portOf map[string]int) ([]
 	if svc.Name == "tickets" {
 		env = append(env, "TICKET_REF_SECRET="+s.ticketRefSecret)
 	}
+	env = append(env, drainEnv(svc, opts)...)
 	env = append(env, opts.Env["*"]...)
 	return append(env, opts.Env[svc.Name]...), nil
 }
 
-// startServices starts svcs together and waits until all are ready.
-func (s *Stack) startServices(ctx context.Context, svcs []Service) error {
-	var started []*process
+// startServices starts svcs together, each with its replicas (one process
+// per port of ports[name], the first named after the service, the others
+// name-2, name-3...), and waits until all are ready.
+func (s *Stack) startServices(ctx context.Context, svcs []Service, ports map[string][]int) error {
+	var started []*Replica
 	for _, svc := range svcs {
-		p, err := startProcess(processSpec{
-			name:    svc.Name,
-			bin:     s.bins[svc.Name],
-			dir:     s.DataDir,
-			env:     s.env[svc.Name],
-			log:     s.log,
-			logFile: s.LogFile(svc.Name),
-		})
-		if err != nil {
-			return err
+		for i, port := range ports[svc.Name] {
+			name := svc.Name
+			env := s.env[svc.Name]
+			url := s.ServiceURLs[svc.Name]
+			if i > 0 {
+				name += "-" + strconv.Itoa(i+1)
+				env = append(slices.Clone(env), "HTTP_ADDR=127.0.0.1:"+strconv.Itoa(port))
+				url = "http://127.0.0.1:" + strconv.Itoa(port)
+			}
+			p, err := startProcess(processSpec{
+				name:    name,
+				bin:     s.bins[svc.Name],
+				dir:     s.DataDir,
+				env:     env,
+				log:     s.log,
+				logFile: s.LogFile(name),
+			})
+			if err != nil {
+				return err
+			}
+			r := &Replica{Name: name, Service: svc.Name, URL: url, p: p, s: s}
+			s.mu.Lock()
+			s.procs = append(s.procs, p)
+			s.sets[svc.Name] = append(s.sets[svc.Name], r)
+			s.replicas[svc.Name] = i
+			s.mu.Unlock()
+			started = append(started, r)
 		}
-		s.mu.Lock()
-		s.procs = append(s.procs, p)
-		s.mu.Unlock()
 		s.Services = append(s.Services, svc.Name)
-		started = append(started, p)
 	}
 	errs := make([]error, len(started))
 	var wg sync.WaitGroup
-	for i, p := range started {
-		url := s.ServiceURLs[svcs[i].Name] + "/readyz"
+	for i, r := range started {
 		wg.Go(func() {
-			errs[i] = p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return checkStatus(ctx, url, http.StatusOK) })
+			errs[i] = r.p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return checkStatus(ctx, r.URL+"/readyz", http.StatusOK) })
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// jwksURLs is AUTH_JWKS_URL: the JWKS of every auth process, tried in
+// turn, so that a service's first fetch does not fail while one auth
+// replica restarts (no load balancer between the services and auth).
+// port is auth's first port, whether auth is started or not.
+func jwksURLs(port int, replicaPorts []int) string {
+	if len(replicaPorts) == 0 {
+		replicaPorts = []int{port}
+	}
+	urls := make([]string, len(replicaPorts))
+	for i, p := range replicaPorts {
+		urls[i] = "http://127.0.0.1:" + strconv.Itoa(p) + "/api/Auth/jwks"
+	}
+	return strings.Join(urls, ",")
+}
+
+// replicaCount is the number of processes Options.Replicas asks of service.
+func replicaCount(replicas map[string]int, service string) int {
+	n, ok := replicas[service]
+	if !ok {
+		n = replicas["*"]
+	}
+	return max(n, 1)
+}
+
+// drainEnv is DRAIN_DELAY for a routed service with more than one process:
+// long enough for the gateway's health check to take a stopping replica
+// out of the rotation while it still serves. A lone process, or one the
+// gateway does not route to, stops accepting at once.
+func drainEnv(svc Service, opts Options) []string {
+	if !svc.Routed() || replicaCount(opts.Replicas, svc.Name) < 2 {
+		return nil
+	}
+	hc := opts.HealthCheck
+	if hc == (HealthCheck{}) {
+		hc = DefaultHealthCheck
+	}
+	return []string{"DRAIN_DELAY=" + hc.DrainDelay().String()}
 }
 
 // Bootstrap creates (or updates) a customer with its admin account with
@@ -503,8 +599,27 @@ func (s *Stack) Stop() error {
 		s.mu.Lock()
 		procs := slices.Clone(s.procs)
 		s.mu.Unlock()
-		for i := len(procs) - 1; i >= 0; i-- {
-			errs = append(errs, procs[i].stop(15*time.Second))
+		// Services in the reverse order of their first start; the
+		// processes of one service (its replicas, restarted ones
+		// included, each draining for its DRAIN_DELAY) together.
+		var order []string
+		bySvc := map[string][]*process{}
+		for _, p := range procs {
+			svc := serviceOf(p.spec.name)
+			if _, ok := bySvc[svc]; !ok {
+				order = append(order, svc)
+			}
+			bySvc[svc] = append(bySvc[svc], p)
+		}
+		for i := len(order) - 1; i >= 0; i-- {
+			group := bySvc[order[i]]
+			gerrs := make([]error, len(group))
+			var wg sync.WaitGroup
+			for k, p := range group {
+				wg.Go(func() { gerrs[k] = p.stop(15 * time.Second) })
+			}
+			wg.Wait()
+			errs = append(errs, gerrs...)
 		}
 		errs = append(errs, s.stopNATS()...)
 		if s.Mail != nil {

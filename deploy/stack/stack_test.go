@@ -268,11 +268,11 @@ func TestServiceEnv(t *testing.T) {
 		}
 		return v
 	}
-	authEnv, err := s.serviceEnv(auth, opts, ports)
+	authEnv, err := s.serviceEnv(auth, opts, ports, jwksURLs(ports["auth"], nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicsEnv, err := s.serviceEnv(topics, opts, ports)
+	topicsEnv, err := s.serviceEnv(topics, opts, ports, jwksURLs(ports["auth"], nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestServiceEnv(t *testing.T) {
 		t.Errorf("topics env %v", topicsEnv)
 	}
 	translation, _ := LookupService("translation")
-	trEnv, err := s.serviceEnv(translation, opts, ports)
+	trEnv, err := s.serviceEnv(translation, opts, ports, jwksURLs(ports["auth"], nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestServiceEnv(t *testing.T) {
 	// A standalone service (the reference page) gets its address and the
 	// request budget, and no backend: no URL, no credentials.
 	docs, _ := LookupService("docs")
-	docsEnv, err := s.serviceEnv(docs, opts, map[string]int{"auth": 7001, "docs": 7009})
+	docsEnv, err := s.serviceEnv(docs, opts, map[string]int{"auth": 7001, "docs": 7009}, jwksURLs(0, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestServiceEnv(t *testing.T) {
 		t.Error("tracing on without an OTLP endpoint")
 	}
 	opts.OTLPEndpoint = "http://127.0.0.1:4318"
-	if topicsEnv, err = s.serviceEnv(topics, opts, ports); err != nil {
+	if topicsEnv, err = s.serviceEnv(topics, opts, ports, jwksURLs(ports["auth"], nil)); err != nil {
 		t.Fatal(err)
 	}
 	if get(topicsEnv, "OTEL_EXPORTER_OTLP_ENDPOINT") != opts.OTLPEndpoint || get(topicsEnv, "OTEL_EXPORTER_OTLP_PROTOCOL") != "http/protobuf" {

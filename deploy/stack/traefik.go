@@ -23,6 +23,10 @@ type Route struct {
 	Name string
 	Rule string
 	URL  string
+	// Replicas are the URLs of the service's other processes: the gateway
+	// balances URL and these (round robin, no sticky sessions), with the
+	// GatewayConfig's HealthCheck and the replica-retry middleware.
+	Replicas []string
 	// Service is the Traefik service the router sends to; default Name.
 	Service string
 	// Unlimited routes skip the per-client-IP rate limit (provider
@@ -32,6 +36,37 @@ type Route struct {
 	// the gateway's own 404.
 	Fallback bool
 }
+
+// Servers are the route's upstream URLs: URL, then Replicas.
+func (r Route) Servers() []string { return append([]string{r.URL}, r.Replicas...) }
+
+// Replicated reports whether the route has more than one server.
+func (r Route) Replicated() bool { return len(r.Replicas) > 0 }
+
+// HealthCheck is the gateway's active health check of a replicated
+// service's servers: every Interval it asks each server's /readyz and takes
+// a server out of the rotation when the answer is not 200 within Timeout
+// (a replica told to stop answers 503 at once), and back in when it is.
+type HealthCheck struct {
+	Interval time.Duration
+	Timeout  time.Duration
+}
+
+// DefaultHealthCheck is the stack's for services started with more than
+// one replica.
+var DefaultHealthCheck = HealthCheck{Interval: 500 * time.Millisecond, Timeout: time.Second}
+
+// DrainDelay is the DRAIN_DELAY a replica behind this check needs: on
+// SIGTERM it keeps serving until the next check has seen its 503 (at most
+// Interval away, answered at once, or Timeout for a slow answer) and the
+// gateway has stopped sending to it, with half a second to spare.
+func (h HealthCheck) DrainDelay() time.Duration {
+	return h.Interval + h.Timeout + 500*time.Millisecond
+}
+
+// IntervalString and TimeoutString are as Traefik reads them.
+func (h HealthCheck) IntervalString() string { return h.Interval.String() }
+func (h HealthCheck) TimeoutString() string  { return h.Timeout.String() }
 
 // TraefikService is the Traefik service name of the route.
 func (r Route) TraefikService() string {
@@ -142,6 +177,16 @@ type GatewayConfig struct {
 	// TracingEndpoint, when set, turns Traefik's tracing on: the full
 	// OTLP/HTTP traces URL (http://collector:4318/v1/traces).
 	TracingEndpoint string
+	// HealthCheck is used for the services of replicated routes (zero:
+	// DefaultHealthCheck). A lone server is not health-checked: it answers
+	// its own 503 problems during an outage rather than the gateway's.
+	HealthCheck HealthCheck
+}
+
+// Replicated reports whether some route has more than one server (the
+// configuration then has the replica-retry middleware).
+func (c GatewayConfig) Replicated() bool {
+	return slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Replicated() })
 }
 
 // Timeouts are the gateway's timeouts for the configured request budget.
@@ -176,6 +221,12 @@ func ServiceRoutes(services []Service, urlFor func(Service) string) []Route {
 func RenderGatewayConfig(gatewayDir string, cfg GatewayConfig) (static, dynamic []byte, err error) {
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "INFO"
+	}
+	if cfg.HealthCheck == (HealthCheck{}) {
+		cfg.HealthCheck = DefaultHealthCheck
+	}
+	if cfg.HealthCheck.Interval <= 0 || cfg.HealthCheck.Timeout <= 0 {
+		return nil, nil, fmt.Errorf("health check needs a positive interval and timeout: %+v", cfg.HealthCheck)
 	}
 	if cfg.RateLimit.Average <= 0 || cfg.RateLimit.Burst <= 0 {
 		return nil, nil, fmt.Errorf("rate limit needs a positive average and burst: %+v", cfg.RateLimit)
@@ -226,6 +277,9 @@ type GatewayOptions struct {
 	// OTLPEndpoint, when set, is the OTLP/HTTP collector's base URL (as
 	// OTEL_EXPORTER_OTLP_ENDPOINT) that Traefik sends its spans to.
 	OTLPEndpoint string
+	// HealthCheck of the replicated routes' services; zero:
+	// DefaultHealthCheck.
+	HealthCheck HealthCheck
 }
 
 // Gateway is a running Traefik.
@@ -239,6 +293,7 @@ type Gateway struct {
 	AccessLogFile string
 	LogFile       string
 	proc          *process
+	healthChecked map[string][]string // servers by Traefik service, for replicated routes
 }
 
 // StartGateway renders the configuration from the gateway/ templates and
@@ -293,6 +348,7 @@ func StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
 		RequestTimeout:   opts.RequestTimeout,
 		TLS:              opts.TLS,
 		TracingEndpoint:  TracesURL(opts.OTLPEndpoint),
+		HealthCheck:      opts.HealthCheck,
 	}
 	static, dynamic, err := RenderGatewayConfig(gatewayDir, cfg)
 	if err != nil {
@@ -318,11 +374,23 @@ func StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
 		return nil, err
 	}
 	names := []string{"https-required@file"}
+	g.healthChecked = map[string][]string{}
 	for _, r := range opts.Routes {
 		names = append(names, r.Name+"@file")
+		if r.Replicated() {
+			g.healthChecked[r.TraefikService()] = r.Servers()
+		}
 	}
 	if err := g.proc.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
-		return checkTraefikRouters(ctx, g.APIURL, names)
+		if err := checkTraefikRouters(ctx, g.APIURL, names); err != nil {
+			return err
+		}
+		// Every server of a replicated service in the rotation.
+		var errs []error
+		for svc, urls := range g.healthChecked {
+			errs = append(errs, checkTraefikServers(ctx, g.APIURL, svc, urls))
+		}
+		return errors.Join(errs...)
 	}); err != nil {
 		_ = g.Stop()
 		return nil, fmt.Errorf("traefik not ready: %w", err)
@@ -364,6 +432,35 @@ func checkTraefikRouters(ctx context.Context, apiURL string, names []string) err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkTraefikServers asks Traefik's API whether its health check has
+// every one of urls of the (file provider's) service up.
+func checkTraefikServers(ctx context.Context, apiURL, service string, urls []string) error {
+	var svc struct {
+		ServerStatus map[string]string `json:"serverStatus"`
+	}
+	if err := getJSON(ctx, apiURL+"/api/http/services/"+service+"@file", &svc); err != nil {
+		return err
+	}
+	var errs []error
+	for _, u := range urls {
+		if st := svc.ServerStatus[u]; st != "UP" {
+			errs = append(errs, fmt.Errorf("service %s: server %s is %q", service, u, st))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WaitServerUp waits until the gateway's health check has put url, a
+// server of a replicated route's service, back in the rotation.
+func (g *Gateway) WaitServerUp(ctx context.Context, service, url string) error {
+	if _, ok := g.healthChecked[service]; !ok {
+		return nil // a lone server is always in the rotation
+	}
+	return g.proc.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
+		return checkTraefikServers(ctx, g.APIURL, service, []string{url})
+	})
 }
 
 func getJSON(ctx context.Context, url string, v any) error {

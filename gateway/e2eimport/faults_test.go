@@ -114,7 +114,7 @@ func waitExactly(t *testing.T, mc mailChannel, n int) {
 	}
 }
 
-// Two import workers share the work; one is killed with SIGKILL in the
+// Three import workers share the work; one is killed with SIGKILL in the
 // middle of a burst of 1,000 mails and started again: every mail is a
 // ticket once.
 func TestBurstWithReplicasAndAKill(t *testing.T) {
@@ -122,6 +122,7 @@ func TestBurstWithReplicasAndAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := startWorker(t)
+	startWorker(t)
 	startWorker(t)
 	mcs := []mailChannel{newMailChannel(t), newMailChannel(t)}
 	var wg sync.WaitGroup

@@ -156,24 +156,32 @@ func TestDeleteChannelDeletesSubscriptions(t *testing.T) {
 }
 
 // The renewal job renews a subscription whose stored expiry is within the
-// hour, once, even with two renewal processes running, and leaves the
+// hour, once, even with three renewal processes running, and leaves the
 // others alone.
 func TestRenewalWithinTheHour(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t)
-	// A second renewal process beside the stack's.
-	second, err := stk.StartReplica(t.Context(), "renewal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := second.Stop(); err != nil {
-			t.Errorf("second renewal: %v (log %s)", err, stk.LogFile(second.Name))
+	// A second and a third renewal process beside the stack's.
+	var more []*stack.Replica
+	for range 2 {
+		r, err := stk.StartReplica(t.Context(), "renewal")
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		more = append(more, r)
+		t.Cleanup(func() {
+			if err := r.Stop(); err != nil {
+				t.Errorf("renewal %s: %v (log %s)", r.Name, err, stk.LogFile(r.Name))
+			}
+		})
+	}
 	// rounds are the renewal rounds each process has run.
-	rounds := func() (float64, float64) {
-		return metric(t, "renewal", "mail_renewal_rounds_total"), metricAt(t, second.URL, "mail_renewal_rounds_total")
+	rounds := func() []float64 {
+		out := []float64{metric(t, "renewal", "mail_renewal_rounds_total")}
+		for _, r := range more {
+			out = append(out, metricAt(t, r.URL, "mail_renewal_rounds_total"))
+		}
+		return out
 	}
 
 	const due, notDue = 4, 2
@@ -198,12 +206,16 @@ func TestRenewalWithinTheHour(t *testing.T) {
 		}
 		return true
 	})
-	// Two more rounds of both processes, each of which would renew a
+	// Two more rounds of every process, each of which would renew a
 	// folder it still took for due.
-	first0, second0 := rounds()
-	eventually(t, 15*time.Second, "two more rounds of both renewal processes", func() bool {
-		a, b := rounds()
-		return a >= first0+2 && b >= second0+2
+	before := rounds()
+	eventually(t, 15*time.Second, "two more rounds of every renewal process", func() bool {
+		for i, n := range rounds() {
+			if n < before[i]+2 {
+				return false
+			}
+		}
+		return true
 	})
 	for _, id := range dueIDs {
 		if n := graph.Renewals(id); n != 1 {

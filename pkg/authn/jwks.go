@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ var errUnknownKey = errors.New("unknown signing key")
 // too old are answered at once, so a slow auth service does not stall every
 // verification.
 type KeySet struct {
-	url          string
+	urls         []string
 	client       *http.Client
 	now          func() time.Time
 	maxAge       time.Duration
@@ -70,13 +71,22 @@ type keyFetch struct {
 	waiters int // callers that joined it (tests watch this)
 }
 
-// NewKeySet returns a key set cache for url; a nil client is a traced one
-// (telemetry.HTTPClient) with a 5 s timeout.
+// NewKeySet returns a key set cache for url: one URL, or several separated
+// by commas (the auth replicas' own addresses when no load balancer is in
+// between), tried in turn at each fetch until one answers, so that a
+// fetch does not fail while one auth replica restarts. A nil client is a
+// traced one (telemetry.HTTPClient) with a 5 s timeout.
 func NewKeySet(url string, client *http.Client, now func() time.Time) *KeySet {
 	if client == nil {
 		client = telemetry.HTTPClient(nil, 5*time.Second)
 	}
-	return &KeySet{url: url, client: client, now: now, maxAge: 10 * time.Minute, minRefetch: 10 * time.Second,
+	var urls []string
+	for u := range strings.SplitSeq(url, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return &KeySet{urls: urls, client: client, now: now, maxAge: 10 * time.Minute, minRefetch: 10 * time.Second,
 		fetchTimeout: 10 * time.Second}
 }
 
@@ -150,8 +160,27 @@ func (k *KeySet) startFetch(ctx context.Context, now time.Time) *keyFetch {
 	return f
 }
 
+// fetch gets the set from the first URL that answers with one.
 func (k *KeySet) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if len(k.urls) == 0 {
+		return nil, errors.New("authn: no JWKS URL")
+	}
+	var errs []error
+	for _, u := range k.urls {
+		keys, err := k.fetchFrom(ctx, u)
+		if err == nil {
+			return keys, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func (k *KeySet) fetchFrom(ctx context.Context, url string) (map[string]ed25519.PublicKey, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}

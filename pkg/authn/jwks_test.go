@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,5 +211,30 @@ func TestStaleSetWithAuthDownServesKnownKeysAndRetriesSparingly(t *testing.T) {
 	_, _ = k.Key(context.Background(), "k1")
 	if got := s.requests.Load(); got != 3 {
 		t.Fatalf("%d JWKS requests, want a retry after the interval", got)
+	}
+}
+
+// With several JWKS URLs (auth replicas), a fetch goes on to the next one
+// when one refuses or fails: a replica restarting does not make a first
+// verification fail.
+func TestKeySetTriesEachURL(t *testing.T) {
+	s := newJWKSServer(t)
+	refused := httptest.NewServer(http.NotFoundHandler())
+	refusedURL := refused.URL
+	refused.Close() // nothing listens there any more
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(failing.Close)
+	c := clocktest.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	k := NewKeySet(refusedURL+"/jwks, "+failing.URL+"/jwks,"+s.url, nil, c.Now)
+	key, err := k.Key(context.Background(), "k1")
+	if err != nil || !key.Equal(s.k1) {
+		t.Fatalf("key %v, err %v", key, err)
+	}
+	// Every URL failing: the error names each.
+	none := NewKeySet(refusedURL+","+failing.URL, nil, c.Now)
+	if _, err := none.Key(context.Background(), "k1"); err == nil || !strings.Contains(err.Error(), "status 503") || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("err %v", err)
 	}
 }

@@ -219,7 +219,7 @@ func (d *Deps) SessionPool(ctx context.Context, maxConns int32) (*pgxpool.Pool, 
 // OpenServer opens what a service without PostgreSQL, Redis or NATS needs
 // (docs): the logger and the HTTP server, whose /readyz has nothing to
 // check. Of cfg it reads LogLevel, TrustedProxies, MaxBodyBytes and
-// RequestTimeout, and Serve ShutdownGrace; the rest may stay empty, so such
+// RequestTimeout, and Serve ShutdownGrace and DrainDelay; the rest may stay empty, so such
 // a service neither reads nor documents settings it has no use for.
 func OpenServer(cfg config.Common, service string, stdout io.Writer) (*Deps, error) {
 	d := &Deps{Log: logging.New(stdout, cfg.LogLevel, service), Now: time.Now, cfg: cfg, opts: Options{Service: service}}
@@ -244,6 +244,9 @@ func (d *Deps) Auth() gin.HandlerFunc {
 // services on port 0), runs the background work and serves until ctx ends;
 // then it shuts everything down in order (Close) and returns.
 func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
+	if d.cfg.DrainDelay < 0 {
+		return errors.Join(fmt.Errorf("config: DRAIN_DELAY %s: want 0 or more", d.cfg.DrainDelay), d.Close())
+	}
 	ln, err := httpserver.Listen(addr)
 	if err != nil {
 		return errors.Join(err, d.Close())
@@ -274,7 +277,8 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 	}
 	d.Log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr().String())
-	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, d.cfg.ShutdownGrace, d.cfg.RequestTimeout)
+	err = httpserver.Serve(ctx, ln, d.Server.Handler(), d.Log, httpserver.Shutdown{Grace: d.cfg.ShutdownGrace,
+		RequestTimeout: d.cfg.RequestTimeout, DrainDelay: d.cfg.DrainDelay, Draining: d.Server.Drain})
 	return errors.Join(err, d.Close())
 }
 

@@ -20,13 +20,14 @@ type Common struct {
 	NATSURL            string        `env:"NATS_URL" default:"nats://127.0.0.1:4222" desc:"NATS server with JetStream; a cluster's servers comma-separated (nats://u:p@a:4222,nats://u:p@b:4222)"`
 	NATSPrefix         string        `env:"NATS_PREFIX" default:"" desc:"prefix of subjects and stream names (isolates deployments and tests)"`
 	NATSReplicas       int           `env:"NATS_REPLICAS" default:"1" desc:"copies every JetStream stream and bucket keeps: 1 on one NATS server, 3 on a three-node cluster (whose servers NATS_URL lists, comma-separated); an existing stream's count is changed to it at start"`
-	JWKSURL            string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys"`
+	JWKSURL            string        `env:"AUTH_JWKS_URL" default:"http://127.0.0.1:8081/api/Auth/jwks" desc:"where services fetch the token signing keys: one URL, or several separated by commas (auth replicas without a load balancer in between), tried in turn"`
 	JWTIssuer          string        `env:"JWT_ISSUER" default:"https://supportplatform.dev/auth" desc:"iss claim of access tokens"`
 	JWTAudience        string        `env:"JWT_AUDIENCE" default:"supportplatform-api" desc:"aud claim of access tokens"`
 	TrustedProxies     []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
 	MaxBodyBytes       int64         `env:"MAX_BODY_BYTES" default:"1048576" desc:"largest accepted request body"`
 	DebugAddr          string        `env:"DEBUG_ADDR" default:"" desc:"private address of a listener serving Go's /debug/pprof/ (profiles, goroutine dumps) for diagnosing a service; empty = off; never routed by the gateway"`
 	ShutdownGrace      time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
+	DrainDelay         time.Duration `env:"DRAIN_DELAY" default:"0s" desc:"on SIGTERM, how long the service goes on accepting and serving with /readyz answering 503, so that a load balancer polling /readyz (Traefik's health check) takes it out of rotation first; longer than that check's interval plus timeout; 0 = stop accepting at once (a lone replica, or Kubernetes, whose preStop hook waits instead)"`
 	RequestTimeout     time.Duration `env:"REQUEST_TIMEOUT" default:"60s" desc:"time budget of one request: its handler's context ends then (503 problem); the server's write timeout and the gateway's timeouts are derived from it, every upstream call (AI) must fit in it"`
 	// Telemetry is the tracing set-up: the standard OTEL_* variables.
 	Telemetry telemetry.Config

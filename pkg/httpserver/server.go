@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -62,6 +63,9 @@ type Server struct {
 	// bodyLimits are the routes' own limits ("METHOD /path/:param"),
 	// written while routes are registered and only read while serving.
 	bodyLimits map[string]int64
+	// draining is set on shutdown (Drain): /readyz answers 503 from then
+	// on while the server still serves (Serve's drain delay).
+	draining atomic.Bool
 }
 
 // New builds the engine. Services register routes on Engine (in their
@@ -235,7 +239,21 @@ func (s *Server) queryCheck(c *gin.Context) {
 	c.Next()
 }
 
+// quiet discards what WriteError would log.
+var quiet = slog.New(slog.DiscardHandler)
+
+// Drain marks the server as shutting down: from now on /readyz answers 503
+// (whatever its checks say), so that a load balancer polling it takes this
+// replica out of rotation while it still serves (Serve's drain delay).
+func (s *Server) Drain() { s.draining.Store(true) }
+
 func (s *Server) ready(c *gin.Context) {
+	if s.draining.Load() {
+		// Expected, every health-check interval until the process exits:
+		// Serve logs the drain once, this answer is not an error.
+		WriteError(c, quiet, apperr.E(apperr.Unavailable, "the service is shutting down"))
+		return
+	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	failed := map[string]string{}
@@ -291,10 +309,31 @@ func deadline(requestTimeout time.Duration) gin.HandlerFunc {
 	}
 }
 
-// Serve serves h on ln until ctx ends, then shuts down gracefully.
-// requestTimeout is the budget the handlers were given (Options.RequestTimeout);
-// the server's read and write timeouts are derived from it.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, grace, requestTimeout time.Duration) error {
+// Shutdown says how Serve stops once its context ends.
+type Shutdown struct {
+	// Grace bounds the wait for the in-flight requests once the server
+	// stopped accepting (SHUTDOWN_GRACE); default 15 s.
+	Grace time.Duration
+	// RequestTimeout is the budget the handlers were given
+	// (Options.RequestTimeout); the server's read and write timeouts are
+	// derived from it.
+	RequestTimeout time.Duration
+	// DrainDelay is how long the server goes on accepting and serving
+	// after the context ended, with Draining called first (DRAIN_DELAY):
+	// time for a load balancer that polls /readyz to take the replica out
+	// of rotation before its listener closes. Zero: it stops accepting at
+	// once.
+	DrainDelay time.Duration
+	// Draining is called when the context ends, before the drain delay
+	// (Server.Drain: /readyz answers 503 from then on).
+	Draining func()
+}
+
+// Serve serves h on ln until ctx ends, then shuts down gracefully: Draining
+// is called, the server keeps serving for DrainDelay, then it stops
+// accepting and waits up to Grace for the requests under way.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, sd Shutdown) error {
+	grace, requestTimeout := sd.Grace, sd.RequestTimeout
 	if grace <= 0 {
 		grace = 15 * time.Second
 	}
@@ -317,6 +356,22 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
+	}
+	if sd.Draining != nil {
+		sd.Draining()
+	}
+	if sd.DrainDelay > 0 {
+		// Still accepting and serving, keep-alive included: the load
+		// balancer sends here until its next health check sees the 503,
+		// and it must not find the door closed meanwhile.
+		log.Info("draining: /readyz answers 503, serving on until the listener closes", "drainDelay", sd.DrainDelay.String())
+		t := time.NewTimer(sd.DrainDelay)
+		select {
+		case err := <-errc:
+			t.Stop()
+			return fmt.Errorf("http server: %w", err)
+		case <-t.C:
+		}
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

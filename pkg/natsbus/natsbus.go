@@ -318,7 +318,7 @@ func RetryTransient(ctx context.Context, log *slog.Logger, what string, fn func(
 		actx, acancel := context.WithTimeout(ctx, RequestTimeout)
 		err := fn(actx)
 		acancel()
-		if err == nil || !apperr.Is(Transient(err), apperr.Unavailable) {
+		if err == nil || !(apperr.Is(Transient(err), apperr.Unavailable) || attempt < 5 && concurrentCreate(err)) {
 			return err
 		}
 		log.Warn("nats declaration retried", "what", what, "attempt", attempt, "error", err.Error())
@@ -345,6 +345,21 @@ func ReconcileReplicas(ctx context.Context, js jetstream.JetStream, log *slog.Lo
 		log.Warn("nats stream replicas reconciled", "stream", stream, "from", have, "to", want)
 	}
 	return nil
+}
+
+// concurrentCreate tells whether a declaration failed the way a concurrent
+// creation of the same stream makes it fail: replicas of a service start
+// together and declare the same streams. The server reserves a new stream's
+// max_bytes before it notices that another request has just created it, so
+// the loser is refused with "insufficient storage resources" (10047) when
+// the two reservations do not fit the account, or finds the name in use
+// (10058); the next attempt finds the stream and updates it. Other API
+// errors count too (servers of other versions may word the race otherwise):
+// RetryTransient tries those only five times, so a lasting one fails within
+// about a second.
+func concurrentCreate(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr)
 }
 
 // PublishRaw publishes data to the JetStream subject base (prefixed here)

@@ -66,6 +66,9 @@ type config struct {
 	// NATSNodes (NATS_NODES): 1, one nats-server; 3, a cluster of three
 	// (stack.Options.NATSNodes).
 	NATSNodes int
+	// Replicas (REPLICAS) is the number of processes of every service,
+	// 1 to 4, behind the gateway's health check (gateway/README.md).
+	Replicas int
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -81,6 +84,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Database:          "support",
 		LogLevel:          "info",
 		NATSNodes:         1,
+		Replicas:          1,
 	}
 	switch v := getenv("NATS_NODES"); v {
 	case "", "1":
@@ -105,6 +109,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.HTTPSPort == c.HTTPPort {
 		return c, errors.New("GATEWAY_PORT and GATEWAY_HTTP_PORT must differ")
+	}
+	if v := getenv("REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 4 {
+			return c, fmt.Errorf("REPLICAS=%q: want 1 to 4 processes of every service", v)
+		}
+		c.Replicas = n
 	}
 	return c, nil
 }
@@ -207,6 +218,7 @@ func runStack(ctx context.Context, root string, cfg config, stdout io.Writer) er
 		NATSNodes:    cfg.NATSNodes,
 		Env:          map[string][]string{"mailingest": mailEnv, "renewal": mailEnv, "importreply": mailEnv},
 		OTLPEndpoint: cfg.OTLPEndpoint,
+		Replicas:     map[string]int{"*": cfg.Replicas},
 	})
 	if err != nil {
 		return err

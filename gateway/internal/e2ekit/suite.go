@@ -40,6 +40,9 @@ type Suite struct {
 	Database string
 	// NATSNodes is 3 for a three-node NATS cluster (stack.Options.NATSNodes).
 	NATSNodes int
+	// Replicas are the processes per service (stack.Options.Replicas);
+	// nil: one of each.
+	Replicas map[string]int
 }
 
 // Running is a started suite, handed to the package before its tests run.
@@ -107,6 +110,7 @@ func Main(m *testing.M, s Suite, ready func(Running)) int {
 			Name: label + " Admin"},
 		OTLPEndpoint: s.OTLPEndpoint,
 		NATSNodes:    s.NATSNodes,
+		Replicas:     s.Replicas,
 	})
 	if err != nil {
 		fmt.Fprint(os.Stderr, stackLog.String())

@@ -39,6 +39,10 @@ func Load(path string, generate bool) (ed25519.PrivateKey, error) {
 	return ed, nil
 }
 
+// create generates a key and publishes it at path atomically: written in
+// full to a temporary file first, then linked to path, which fails when
+// another process got there first (auth replicas starting together), and
+// then that one's key is used. A reader never sees a half-written file.
 func create(path string) (ed25519.PrivateKey, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -51,20 +55,24 @@ func create(path string) (ed25519.PrivateKey, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another process generated it first: use theirs.
-		return Load(path, false)
-	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".signing-key-*")
 	if err != nil {
 		return nil, fmt.Errorf("keys: create %s: %w", path, err)
 	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("keys: write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("keys: write %s: %w", path, err)
+	}
+	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
+		// Another process generated it first: use theirs.
+		return Load(path, false)
+	} else if err != nil {
+		return nil, fmt.Errorf("keys: create %s: %w", path, err)
 	}
 	return priv, nil
 }

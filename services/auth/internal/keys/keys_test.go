@@ -1,8 +1,10 @@
 package keys
 
 import (
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -28,5 +30,32 @@ func TestGenerateThenLoad(t *testing.T) {
 	}
 	if _, err := Load(path, true); err == nil {
 		t.Fatal("junk key accepted")
+	}
+}
+
+// Auth replicas starting together generate the missing key at once: every
+// one gets the same, whole key (none reads a half-written file).
+func TestConcurrentGenerate(t *testing.T) {
+	for round := range 30 {
+		path := filepath.Join(t.TempDir(), "key.pem")
+		const n = 8
+		keys := make([]ed25519.PrivateKey, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { keys[i], errs[i] = Load(path, true) })
+		}
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("round %d, process %d: %v", round, i, errs[i])
+			}
+			if !keys[i].Equal(keys[0]) {
+				t.Fatalf("round %d: process %d got another key", round, i)
+			}
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+			t.Fatalf("round %d: %d files left beside the key", round, len(entries)-1)
+		}
 	}
 }

@@ -26,6 +26,7 @@ type Config struct {
 	LogLevel       string        `env:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	TrustedProxies []string      `env:"TRUSTED_PROXIES" default:"127.0.0.1,::1" desc:"addresses whose X-Forwarded-For is trusted (the gateway)"`
 	ShutdownGrace  time.Duration `env:"SHUTDOWN_GRACE" default:"15s" desc:"how long in-flight requests may finish on SIGTERM"`
+	DrainDelay     time.Duration `env:"DRAIN_DELAY" default:"0s" desc:"on SIGTERM, how long the service goes on accepting and serving with /readyz answering 503, so that a load balancer polling /readyz (Traefik's health check) takes it out of rotation first; longer than that check's interval plus timeout; 0 = stop accepting at once (a lone replica, or Kubernetes, whose preStop hook waits instead)"`
 	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT" default:"60s" desc:"time budget of one request: its handler's context ends then (503 problem); the server's write timeout and the gateway's timeouts are derived from it, every upstream call (AI) must fit in it"`
 }
 
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	// Only GET and HEAD are routed: no request body is ever read.
 	deps, err := boot.OpenServer(config.Common{LogLevel: cfg.LogLevel, TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: 64 << 10,
-		RequestTimeout: cfg.RequestTimeout, ShutdownGrace: cfg.ShutdownGrace}, "console", stdout)
+		RequestTimeout: cfg.RequestTimeout, ShutdownGrace: cfg.ShutdownGrace, DrainDelay: cfg.DrainDelay}, "console", stdout)
 	if err != nil {
 		return err
 	}
