@@ -64,6 +64,8 @@ type LoadOptions struct {
 	Env map[string][]string
 	// NATSNodes is Options.NATSNodes: 3 runs against a NATS cluster.
 	NATSNodes int
+	// GatewayDebug serves Traefik's pprof (Options.GatewayDebug).
+	GatewayDebug bool
 }
 
 // LoadStack is a stack started for a load run; its Demo is the admin the
@@ -110,16 +112,17 @@ func StartLoad(ctx context.Context, opts LoadOptions) (_ *LoadStack, err error) 
 		env[svc] = append(slices.Clone(env[svc]), vars...)
 	}
 	st, err := Start(ctx, Options{
-		RepoRoot:    opts.RepoRoot,
-		DataDir:     dataDir,
-		Services:    opts.Services,
-		Demo:        demo,
-		Env:         env,
-		RateLimit:   RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000},
-		ExtraRoutes: opts.ExtraRoutes,
-		Log:         opts.Log,
-		LogLevel:    opts.LogLevel,
-		NATSNodes:   opts.NATSNodes,
+		RepoRoot:     opts.RepoRoot,
+		DataDir:      dataDir,
+		Services:     opts.Services,
+		Demo:         demo,
+		Env:          env,
+		RateLimit:    RateLimit{Average: 1_000_000, Period: time.Second, Burst: 1_000_000},
+		ExtraRoutes:  opts.ExtraRoutes,
+		Log:          opts.Log,
+		LogLevel:     opts.LogLevel,
+		NATSNodes:    opts.NATSNodes,
+		GatewayDebug: opts.GatewayDebug,
 	})
 	if err != nil {
 		return nil, err

@@ -80,6 +80,9 @@ type Options struct {
 	// an OTLP/HTTP collector's base URL (http://127.0.0.1:4318); make run
 	// takes it from OTEL_EXPORTER_OTLP_ENDPOINT.
 	OTLPEndpoint string
+	// GatewayDebug serves Traefik's /debug/pprof on its loopback API
+	// entrypoint (GatewayConfig.Debug).
+	GatewayDebug bool
 	// Now is used for TLS certificate validity; default time.Now.
 	Now func() time.Time
 	// Replicas is the number of processes of each service (by name; the
@@ -331,6 +334,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		TLS:            s.TLS,
 		OTLPEndpoint:   opts.OTLPEndpoint,
 		HealthCheck:    opts.HealthCheck,
+		Debug:          opts.GatewayDebug,
 		Log:            s.log,
 	})
 	if err != nil {

@@ -71,6 +71,15 @@ func TestRenderGatewayConfig(t *testing.T) {
 	if s.AccessLog.Format != "json" {
 		t.Errorf("access log format %q", s.AccessLog.Format)
 	}
+	// Go's pprof (api.debug) only for make bench -traefik-profile.
+	if apiDebug(t, static) {
+		t.Errorf("api.debug on by default:\n%s", static)
+	}
+	dbg := cfg
+	dbg.Debug = true
+	if static, _, err := RenderGatewayConfig(filepath.Join(root, "gateway"), dbg); err != nil || !apiDebug(t, static) {
+		t.Errorf("Debug: api.debug not rendered (%v):\n%s", err, static)
+	}
 
 	var d struct {
 		HTTP struct {
@@ -158,6 +167,20 @@ func TestRenderGatewayConfig(t *testing.T) {
 	}
 }
 
+// apiDebug reports whether the rendered static configuration has api.debug.
+func apiDebug(t *testing.T, static []byte) bool {
+	t.Helper()
+	var s struct {
+		API struct {
+			Debug bool `yaml:"debug"`
+		} `yaml:"api"`
+	}
+	if err := yaml.Unmarshal(static, &s); err != nil {
+		t.Fatalf("static: %v\n%s", err, static)
+	}
+	return s.API.Debug
+}
+
 // Start with no services and a static route: the plumbing (fresh database,
 // TLS, gateway from the templates, Stop cleaning up) against the real
 // Traefik and PostgreSQL.
@@ -179,6 +202,9 @@ func TestStartWithoutServices(t *testing.T) {
 		Services:    []string{},
 		ExtraRoutes: []Route{{Name: "static", Rule: "PathRegexp(`" + PrefixRegexp("/api/Static") + "`)", URL: upstream.URL}},
 		Log:         testLog(t),
+		// make bench -traefik-profile: Traefik's pprof on the loopback
+		// API entrypoint, never on the public ones.
+		GatewayDebug: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +228,19 @@ func TestStartWithoutServices(t *testing.T) {
 	}
 	if seen.Get("X-Forwarded-For") != "127.0.0.1" || seen.Get("X-Forwarded-Proto") != "https" || seen.Get("X-Real-Ip") != "127.0.0.1" {
 		t.Errorf("forwarded headers %v", seen)
+	}
+
+	for _, u := range []string{st.Gateway.APIURL + "/debug/pprof/cmdline", st.HTTPSURL + "/debug/pprof/cmdline"} {
+		resp, err := st.HTTPClient().Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		public := strings.HasPrefix(u, st.HTTPSURL)
+		if served := resp.StatusCode == 200 && strings.Contains(string(body), "traefik"); served == public {
+			t.Errorf("GatewayDebug: %s: %d %.100s", u, resp.StatusCode, body)
+		}
 	}
 
 	resp, err = http.Post(st.HTTPURL+"/api/Static/thing", "application/json", strings.NewReader(`{}`))

@@ -177,6 +177,9 @@ type GatewayConfig struct {
 	// TracingEndpoint, when set, turns Traefik's tracing on: the full
 	// OTLP/HTTP traces URL (http://collector:4318/v1/traces).
 	TracingEndpoint string
+	// Debug serves Go's /debug/pprof on the loopback API entrypoint
+	// (api.debug; make bench -traefik-profile only, never in compose).
+	Debug bool
 	// HealthCheck is used for the services of replicated routes (zero:
 	// DefaultHealthCheck). A lone server is not health-checked: it answers
 	// its own 503 problems during an outage rather than the gateway's.
@@ -280,6 +283,8 @@ type GatewayOptions struct {
 	// HealthCheck of the replicated routes' services; zero:
 	// DefaultHealthCheck.
 	HealthCheck HealthCheck
+	// Debug: GatewayConfig.Debug (pprof at APIURL/debug/pprof/).
+	Debug bool
 }
 
 // Gateway is a running Traefik.
@@ -349,6 +354,7 @@ func StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
 		TLS:              opts.TLS,
 		TracingEndpoint:  TracesURL(opts.OTLPEndpoint),
 		HealthCheck:      opts.HealthCheck,
+		Debug:            opts.Debug,
 	}
 	static, dynamic, err := RenderGatewayConfig(gatewayDir, cfg)
 	if err != nil {

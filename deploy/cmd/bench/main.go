@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	verbose := fs.Bool("v", false, "print the stack's logs")
 	logLevel := fs.String("log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
 	natsNodes := fs.Int("nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
+	profileDir := fs.String("traefik-profile", "", "directory: write Traefik's CPU profile of each measured case there (<case>.pprof; go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,8 +104,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Log:      logw,
 		LogLevel: *logLevel,
 		// live-fanout holds 10,000 streams of the bench customer.
-		Env:       map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}},
-		NATSNodes: *natsNodes,
+		Env:          map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}},
+		NATSNodes:    *natsNodes,
+		GatewayDebug: *profileDir != "",
 	})
 	if err != nil {
 		return err
@@ -209,6 +211,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "%-18s preflight: %s\n", "", sample)
+		var profiled chan error
+		if *profileDir != "" {
+			profiled = make(chan error, 1)
+			go func() {
+				profiled <- profileTraefik(ctx, st.Gateway.APIURL, *warmup, *duration, filepath.Join(*profileDir, c.Name+".pprof"))
+			}()
+		}
 		before := cpuTimes(st.PIDs())
 		res, err := loadgen.Run(ctx, loadgen.Config{
 			Concurrency:  w,
@@ -224,6 +233,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%-18s %s\n", c.Name, res)
 		fmt.Fprintf(stdout, "%-18s CPU per request: %s\n", "", cpuPerRequest(before, cpuTimes(st.PIDs()), res))
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				failures = append(failures, fmt.Sprintf("case %s: traefik profile: %v", c.Name, err))
+			}
+		}
 		if res.FirstError != "" {
 			fmt.Fprintf(stdout, "%-18s first error: %s\n", "", res.FirstError)
 		}
@@ -318,6 +332,41 @@ func selectCases(all []*benchCase, list string) ([]*benchCase, error) {
 		}
 	}
 	return out, nil
+}
+
+// profileTraefik waits out the warm-up and writes Traefik's CPU profile of
+// the measured duration (its /debug/pprof, served with api.debug) to file.
+func profileTraefik(ctx context.Context, apiURL string, warmup, duration time.Duration, file string) error {
+	select {
+	case <-time.After(warmup):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	seconds := max(1, int(duration/time.Second))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", apiURL, seconds), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", req.URL, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func errorRate(r loadgen.Result) float64 {
