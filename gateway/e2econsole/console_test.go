@@ -23,11 +23,9 @@ import (
 
 	"supportplatform.dev/deploy/stack"
 	"supportplatform.dev/gateway/internal/e2ekit"
+	"supportplatform.dev/gateway/internal/headless"
 	"supportplatform.dev/pkg/randid"
 )
-
-// chromiumBin is Debian's chromium package.
-const chromiumBin = "/usr/bin/chromium"
 
 func client(t *testing.T) *e2ekit.Client {
 	return e2ekit.NewClient(t, stk.HTTPSURL, stk.HTTPClient(), api)
@@ -136,35 +134,16 @@ func (l *browserLog) snapshot() (requests, problems []string) {
 // is missing) with a profile of its own.
 func newBrowser(t *testing.T, ctx context.Context) (context.Context, *browserLog) {
 	t.Helper()
-	if _, err := os.Stat(chromiumBin); err != nil {
-		var out bytes.Buffer
-		if err := stack.AptInstall(ctx, &out, "chromium"); err != nil {
-			t.Fatalf("installing chromium: %v\n%s", err, out.String())
-		}
+	var out bytes.Buffer
+	if err := headless.Ensure(ctx, &out); err != nil {
+		t.Fatalf("installing chromium: %v\n%s", err, out.String())
 	}
-	// Chromium's helpers may still write into the profile for a moment
-	// after the browser has closed, which t.TempDir's cleanup would report.
-	profile, err := os.MkdirTemp("", "sp-e2econsole-chromium-")
+	profile, cleanup, err := headless.Profile("sp-e2econsole-chromium-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeAllSoon(profile, 10*time.Second) })
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumBin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.IgnoreCertErrors, // the stack's development certificate
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	)
+	t.Cleanup(cleanup)
+	allocCtx, cancelAlloc := headless.Allocator(ctx, profile, 1280, 900)
 	t.Cleanup(cancelAlloc)
 	bctx, _ := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() { _ = chromedp.Cancel(bctx) })
@@ -449,13 +428,4 @@ func pageState(bctx context.Context, bl *browserLog) string {
 		h1: (document.querySelector('h1') || {}).textContent})`, &state))
 	requests, problems := bl.snapshot()
 	return fmt.Sprintf("page %s (%v)\nbrowser problems: %v\nrequests: %v", state, err, problems, requests)
-}
-
-// removeAllSoon removes dir, trying again while something still writes
-// into it, for up to d.
-func removeAllSoon(dir string, d time.Duration) {
-	deadline := time.Now().Add(d)
-	for os.RemoveAll(dir) != nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
 }

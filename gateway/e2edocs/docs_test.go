@@ -23,10 +23,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/internal/headless"
 )
-
-// chromiumBin is Debian's chromium package.
-const chromiumBin = "/usr/bin/chromium"
 
 func get(t *testing.T, path string, header map[string]string) (*http.Response, []byte) {
 	t.Helper()
@@ -188,38 +186,16 @@ func (l *browserLog) snapshot() (requests, problems []string) {
 func TestReferencePage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(chromiumBin); err != nil {
-		var out bytes.Buffer
-		if err := stack.AptInstall(ctx, &out, "chromium"); err != nil {
-			t.Fatalf("installing chromium: %v\n%s", err, out.String())
-		}
+	var out bytes.Buffer
+	if err := headless.Ensure(ctx, &out); err != nil {
+		t.Fatalf("installing chromium: %v\n%s", err, out.String())
 	}
-
-	// The profile is the test's own; Chromium's helper processes may still
-	// write into it for a moment after the browser has closed, which
-	// t.TempDir's cleanup would report as a failure.
-	profile, err := os.MkdirTemp("", "sp-e2edocs-chromium-")
+	profile, cleanup, err := headless.Profile("sp-e2edocs-chromium-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeAllSoon(profile, 10*time.Second) })
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumBin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		// The stack's development certificate.
-		chromedp.IgnoreCertErrors,
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 1600),
-	)
+	t.Cleanup(cleanup)
+	allocCtx, cancelAlloc := headless.Allocator(ctx, profile, 1280, 1600)
 	defer cancelAlloc()
 	bctx, _ := chromedp.NewContext(allocCtx)
 	// Closes the browser gracefully and waits for it.
@@ -341,13 +317,4 @@ func TestReferencePage(t *testing.T) {
 		t.Errorf("the page reported problems:\n%s", strings.Join(problems, "\n"))
 	}
 	t.Logf("%d requests made by the page", len(requests))
-}
-
-// removeAllSoon removes dir, trying again while something still writes
-// into it, for up to d.
-func removeAllSoon(dir string, d time.Duration) {
-	deadline := time.Now().Add(d)
-	for os.RemoveAll(dir) != nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
 }

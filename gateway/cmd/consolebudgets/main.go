@@ -38,10 +38,8 @@ import (
 	"supportplatform.dev/deploy/loadgen"
 	"supportplatform.dev/deploy/seed"
 	"supportplatform.dev/deploy/stack"
+	"supportplatform.dev/gateway/internal/headless"
 )
-
-// chromiumBin is Debian's chromium package.
-const chromiumBin = "/usr/bin/chromium"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -82,10 +80,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := os.Stat(filepath.Join(lighthouseDir, "node_modules", "lighthouse")); err != nil {
 		return errors.New("scripts/lighthouse has no node_modules: run `make console-budgets` (npm ci --ignore-scripts there)")
 	}
-	if _, err := os.Stat(chromiumBin); err != nil {
-		if err := stack.AptInstall(ctx, os.Stderr, "chromium"); err != nil {
-			return fmt.Errorf("installing chromium: %w", err)
-		}
+	if err := headless.Ensure(ctx, os.Stderr); err != nil {
+		return fmt.Errorf("installing chromium: %w", err)
 	}
 	if missing := stack.Missing([]string{"auth", "tickets", "console", "live"}, built); missing != "" {
 		return fmt.Errorf("not built: %s", missing)
@@ -149,7 +145,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(lighthouseDir, "run.mjs"), st.HTTPSURL, *out, "inbox=/", "ticket="+ticketPath)
-	cmd.Env = append(os.Environ(), "CONSOLE_EMAIL="+st.Demo.Email, "CONSOLE_PASSWORD="+st.Demo.Password, "CHROME_PATH="+chromiumBin,
+	cmd.Env = append(os.Environ(), "CONSOLE_EMAIL="+st.Demo.Email, "CONSOLE_PASSWORD="+st.Demo.Password, "CHROME_PATH="+headless.Chromium,
 		"PUPPETEER_SKIP_DOWNLOAD=1", fmt.Sprintf("LIGHTHOUSE_RUNS=%d", *lighthouseRuns))
 	cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -300,27 +296,12 @@ const firstPageProbe = `(() => {
 // times with a cleared browser cache and runs times with a warm one,
 // alternating.
 func inboxRuns(ctx context.Context, base, email, password string, runs, tickets int) ([]Run, error) {
-	profile, err := os.MkdirTemp("", "sp-consolebudgets-chromium-")
+	profile, cleanup, err := headless.Profile("sp-consolebudgets-chromium-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(profile)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumBin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.IgnoreCertErrors, // the stack's development certificate
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	)
+	defer cleanup()
+	allocCtx, cancelAlloc := headless.Allocator(ctx, profile, 1280, 900)
 	defer cancelAlloc()
 	bctx, cancel := chromedp.NewContext(allocCtx)
 	defer cancel()
