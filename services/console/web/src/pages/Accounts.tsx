@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, asProblem, problemText, type Problem, type Schemas } from "../api/client";
 import type { Me } from "../App";
+import { DeleteButtons, DeleteRefusal, useRowDeletes } from "../components/RowDelete";
 
 type Role = Schemas["CreateAccountRequest"]["role"];
 
@@ -15,8 +16,7 @@ export function Accounts(props: { me: Me | null }) {
   const [pageNumber, setPageNumber] = useState(1);
   const [problem, setProblem] = useState<Problem | null>(null);
   const [reload, setReload] = useState(0);
-  const [confirming, setConfirming] = useState<number | null>(null);
-  const [rowProblem, setRowProblem] = useState<{ id: number; problem: Problem } | null>(null);
+  const deletes = useRowDeletes();
   const [deleted, setDeleted] = useState<string | null>(null);
 
   const admin = props.me?.account.role === "admin";
@@ -32,14 +32,13 @@ export function Accounts(props: { me: Me | null }) {
   }, [pageNumber, reload, admin]);
 
   const remove = async (a: Schemas["Account"]) => {
-    setConfirming(null);
-    setRowProblem(null);
+    deletes.start();
     setDeleted(null);
     const { error, response } = await api.DELETE("/api/Accounts/{id}", { params: { path: { id: a.accountID } } });
     if (response.ok) {
       setDeleted(`${a.email} is deleted: it can no longer sign in.`);
       setReload((n) => n + 1);
-    } else setRowProblem({ id: a.accountID, problem: asProblem(error, response) });
+    } else deletes.refuse(a.accountID, asProblem(error, response));
   };
 
   if (props.me !== null && props.me.account.role !== "admin") {
@@ -99,30 +98,10 @@ export function Accounts(props: { me: Me | null }) {
                       <span class="hint">you</span>
                     ) : (
                       <div class="row-actions">
-                        {confirming === a.accountID ? (
-                          <>
-                            <button type="button" class="danger delete confirm-delete" onClick={() => void remove(a)}>
-                              Really delete?
-                            </button>
-                            <button type="button" class="secondary cancel-delete" onClick={() => setConfirming(null)}>
-                              Keep
-                            </button>
-                          </>
-                        ) : (
-                          <button type="button" class="secondary delete" onClick={() => {
-                            setConfirming(a.accountID);
-                            setRowProblem(null);
-                          }}>
-                            Delete
-                          </button>
-                        )}
+                        <DeleteButtons id={a.accountID} deletes={deletes} onConfirm={() => void remove(a)} />
                       </div>
                     )}
-                    {rowProblem?.id === a.accountID && (
-                      <p class="row-problem" role="alert">
-                        Not deleted: {problemText(rowProblem.problem)}
-                      </p>
-                    )}
+                    <DeleteRefusal id={a.accountID} deletes={deletes} />
                   </td>
                 </tr>
               ))}

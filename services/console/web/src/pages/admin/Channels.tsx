@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, asProblem, problemText, type Problem, type Schemas } from "../../api/client";
 import type { Me } from "../../App";
+import { DeleteButtons, DeleteRefusal, useRowDeletes } from "../../components/RowDelete";
 import { AdminOnly, bool, Pager, Resource, str, type ResourceSpec, type Values } from "./Resource";
 
 type Channel = Schemas["Channel"];
@@ -259,8 +260,7 @@ function Connections(props: { outcome?: URLSearchParams | undefined }) {
   const [loginHint, setLoginHint] = useState("");
   const [busy, setBusy] = useState(false);
   const [banner, setBanner] = useState<Banner | null>(null);
-  const [confirming, setConfirming] = useState<number | null>(null);
-  const [rowProblem, setRowProblem] = useState<{ id: number; problem: Problem } | null>(null);
+  const deletes = useRowDeletes();
   const bannerRef = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
@@ -301,11 +301,10 @@ function Connections(props: { outcome?: URLSearchParams | undefined }) {
     setProblem(asProblem(error, response));
   };
   const remove = async (c: Connection) => {
-    setConfirming(null);
-    setRowProblem(null);
+    deletes.start();
     const { error, response } = await api.DELETE("/api/ProviderConnections/{id}", { params: { path: { id: c.connectionID } } });
     if (response.ok) setReload((n) => n + 1);
-    else setRowProblem({ id: c.connectionID, problem: asProblem(error, response) });
+    else deletes.refuse(c.connectionID, asProblem(error, response));
   };
 
   return (
@@ -353,29 +352,9 @@ function Connections(props: { outcome?: URLSearchParams | undefined }) {
                   <td>{when(c.dateConnected)}</td>
                   <td>
                     <div class="row-actions">
-                      {confirming === c.connectionID ? (
-                        <>
-                          <button type="button" class="danger delete confirm-delete" onClick={() => void remove(c)}>
-                            Really delete?
-                          </button>
-                          <button type="button" class="secondary cancel-delete" onClick={() => setConfirming(null)}>
-                            Keep
-                          </button>
-                        </>
-                      ) : (
-                        <button type="button" class="secondary delete" onClick={() => {
-                          setConfirming(c.connectionID);
-                          setRowProblem(null);
-                        }}>
-                          Delete
-                        </button>
-                      )}
+                      <DeleteButtons id={c.connectionID} deletes={deletes} onConfirm={() => void remove(c)} />
                     </div>
-                    {rowProblem?.id === c.connectionID && (
-                      <p class="row-problem" role="alert">
-                        Not deleted: {problemText(rowProblem.problem)}
-                      </p>
-                    )}
+                    <DeleteRefusal id={c.connectionID} deletes={deletes} />
                   </td>
                 </tr>
               ))}

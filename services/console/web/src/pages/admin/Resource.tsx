@@ -6,6 +6,7 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { asProblem, problemText, type Problem } from "../../api/client";
+import { DeleteButtons, DeleteRefusal, useRowDeletes } from "../../components/RowDelete";
 import type { Me } from "../../App";
 import { Chooser, type ChooserProps } from "../../components/Chooser";
 
@@ -113,8 +114,7 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
   const [problem, setProblem] = useState<Problem | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const [confirming, setConfirming] = useState<number | null>(null);
-  const [rowProblem, setRowProblem] = useState<{ id: number; problem: Problem } | null>(null);
+  const deletes = useRowDeletes();
 
   useEffect(() => {
     let stale = false;
@@ -156,15 +156,14 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
     } else setProblem(asProblem(ans.error, ans.response));
   };
   const remove = async (id: number) => {
-    setConfirming(null);
+    deletes.start();
     setDone(null);
-    setRowProblem(null);
     const { error, response } = await s.remove(id);
     if (response.ok) {
       setDone(`The ${s.noun} is deleted.`);
       if (editing === id) reset();
       changed();
-    } else setRowProblem({ id, problem: asProblem(error, response) });
+    } else deletes.refuse(id, asProblem(error, response));
   };
 
   const H = s.heading ?? "h2";
@@ -227,29 +226,9 @@ export function Resource<T>(props: { spec: ResourceSpec<T> }) {
                             Edit
                           </button>
                         )}
-                        {confirming === id ? (
-                          <>
-                            <button type="button" class="danger delete confirm-delete" onClick={() => void remove(id)}>
-                              Really delete?
-                            </button>
-                            <button type="button" class="secondary cancel-delete" onClick={() => setConfirming(null)}>
-                              Keep
-                            </button>
-                          </>
-                        ) : (
-                          <button type="button" class="secondary delete" onClick={() => {
-                            setConfirming(id);
-                            setRowProblem(null);
-                          }}>
-                            Delete
-                          </button>
-                        )}
+                        <DeleteButtons id={id} deletes={deletes} onConfirm={() => void remove(id)} />
                         </div>
-                        {rowProblem?.id === id && (
-                          <p class="row-problem" role="alert">
-                            Not deleted: {problemText(rowProblem.problem)}
-                          </p>
-                        )}
+                        <DeleteRefusal id={id} deletes={deletes} />
                       </td>
                     </tr>
                   );
