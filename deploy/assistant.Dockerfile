@@ -14,7 +14,7 @@ COPY services/tickets/ services/tickets/
 RUN go work init ./services/tickets && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/tickets && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/assistant ./cmd/assistant
+    cd services/tickets && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/assistant ./cmd/assistant
 
 FROM debian:bookworm-slim
 RUN apt-get update \

@@ -14,7 +14,7 @@ COPY services/auth/ services/auth/
 RUN go work init ./services/auth && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/auth && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/auth ./cmd/auth
+    cd services/auth && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/auth ./cmd/auth
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/auth /usr/local/bin/auth

@@ -14,7 +14,7 @@ COPY services/console/ services/console/
 RUN go work init ./services/console && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/console && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/console ./cmd/console
+    cd services/console && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/console ./cmd/console
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/console /usr/local/bin/console

@@ -14,7 +14,7 @@ COPY services/docs/ services/docs/
 RUN go work init ./services/docs && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/docs && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/docs ./cmd/docs
+    cd services/docs && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/docs ./cmd/docs
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/docs /usr/local/bin/docs

@@ -14,7 +14,7 @@ COPY services/live/ services/live/
 RUN go work init ./services/live && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/live && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/live ./cmd/live
+    cd services/live && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/live ./cmd/live
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/live /usr/local/bin/live

@@ -14,7 +14,7 @@ COPY services/mail/ services/mail/
 RUN go work init ./services/mail && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/mail && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/mailingest ./cmd/mailingest
+    cd services/mail && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/mailingest ./cmd/mailingest
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/mailingest /usr/local/bin/mailingest

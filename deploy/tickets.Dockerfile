@@ -14,7 +14,7 @@ COPY services/tickets/ services/tickets/
 RUN go work init ./services/tickets && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/tickets && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tickets ./cmd/tickets
+    cd services/tickets && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/tickets ./cmd/tickets
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/tickets /usr/local/bin/tickets

@@ -14,7 +14,7 @@ COPY services/topics/ services/topics/
 RUN go work init ./services/topics && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/topics && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/topics ./cmd/topics
+    cd services/topics && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/topics ./cmd/topics
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/topics /usr/local/bin/topics

@@ -14,7 +14,7 @@ COPY services/translation/ services/translation/
 RUN go work init ./services/translation && go work use -r ./pkg
 RUN --mount=type=cache,target=/root/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    cd services/translation && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/translation ./cmd/translation
+    cd services/translation && CGO_ENABLED=0 go build -trimpath -tags nomsgpack -ldflags="-s -w" -o /out/translation ./cmd/translation
 
 FROM debian:bookworm-slim
 RUN apt-get update \

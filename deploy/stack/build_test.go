@@ -2,6 +2,7 @@ package stack
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -144,3 +145,38 @@ func (w tWriter) Write(b []byte) (int, error) {
 }
 
 func testLog(t *testing.T) tWriter { return tWriter{t} }
+
+// TestBuildTagsLeaveMessagePackOut lists what each service binary links with
+// BuildTags: gin's MessagePack codec must not be among it (see BuildTags).
+func TestBuildTagsLeaveMessagePackOut(t *testing.T) {
+	root := repoRoot(t)
+	gowork, cleanup, err := WorkspaceFile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	var pkgs []string
+	for _, s := range Services {
+		if _, err := os.Stat(filepath.Join(root, s.ModuleDir())); err == nil {
+			pkgs = append(pkgs, "./"+filepath.ToSlash(filepath.Join(s.ModuleDir(), s.CmdPackage())))
+		}
+	}
+	list := func(tags string) string {
+		t.Helper()
+		cmd := exec.Command("go", append([]string{"list", "-deps", "-tags", tags}, pkgs...)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOWORK="+gowork)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		return string(out)
+	}
+	const codec = "github.com/ugorji/go/codec\n"
+	if !strings.Contains(list(""), codec) {
+		t.Fatalf("without build tags the services do not link %s: the check below proves nothing", codec)
+	}
+	if strings.Contains(list(BuildTags), codec) {
+		t.Fatalf("with -tags %s a service still links %s", BuildTags, codec)
+	}
+}

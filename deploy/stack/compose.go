@@ -117,9 +117,9 @@ func GenerateComposeFiles(repoRoot string) (map[string][]byte, error) {
 		var b bytes.Buffer
 		data := struct {
 			Service
-			ModuleDir, CmdPackage string
-			Port                  int
-		}{s, s.ModuleDir(), s.CmdPackage(), ComposeServicePort}
+			ModuleDir, CmdPackage, Tags string
+			Port                        int
+		}{s, s.ModuleDir(), s.CmdPackage(), BuildTags, ComposeServicePort}
 		if err := tmpl.Execute(&b, data); err != nil {
 			return nil, fmt.Errorf("%s: %w", DockerfilePath(s), err)
 		}

@@ -22,8 +22,10 @@ type cachedToken struct {
 	until time.Time
 }
 
+// newVerifiedCache holds at most max tokens. The map grows with the tokens
+// seen: sized for max up front it cost every service 1.1 MB of idle heap.
 func newVerifiedCache(max int, maxAge time.Duration) *verifiedCache {
-	return &verifiedCache{m: make(map[string]cachedToken, max), max: max, maxAge: maxAge}
+	return &verifiedCache{m: map[string]cachedToken{}, max: max, maxAge: maxAge}
 }
 
 func (c *verifiedCache) get(raw string, now time.Time) (Principal, bool) {

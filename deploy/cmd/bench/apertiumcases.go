@@ -81,20 +81,23 @@ func (a *apertiumCase) after(_ context.Context, _ *benchEnv) (string, error) {
 		return "one-shot: no process between requests", nil
 	}
 	var parts []string
-	rss, pss := 0, 0
+	rss, pss, hwm := 0, 0, 0
 	for mode, pipes := range a.e.WarmProcesses() {
 		for _, pids := range pipes {
-			r, p := 0, 0
+			r, p, h := 0, 0, 0
 			for _, pid := range pids {
 				r += memKB(pid, "status", "VmRSS:")
 				p += memKB(pid, "smaps_rollup", "Pss:")
+				h += memKB(pid, "status", "VmHWM:")
 			}
-			rss, pss = rss+r, pss+p
-			parts = append(parts, fmt.Sprintf("%s (%d processes) RSS %d MB PSS %d MB", mode, len(pids), r/1024, p/1024))
+			rss, pss, hwm = rss+r, pss+p, hwm+h
+			parts = append(parts, fmt.Sprintf("%s (%d processes) RSS %d MB PSS %d MB, busy peak RSS %d MB", mode, len(pids), r/1024, p/1024, h/1024))
 		}
 	}
-	return fmt.Sprintf("warm pipelines: %s; total RSS %d MB, PSS %d MB (PSS shares the libraries' pages among the processes)",
-		strings.Join(parts, ", "), rss/1024, pss/1024), nil
+	requests, writes := a.e.WarmBatches()
+	return fmt.Sprintf("warm pipelines: %s; total RSS %d MB, PSS %d MB (PSS shares the libraries' pages among the processes); "+
+		"busy (the processes' peak RSS under the load, VmHWM) %d MB; %d requests in %d pipeline writes (concurrent requests share a flush)",
+		strings.Join(parts, ", "), rss/1024, pss/1024, hwm/1024, requests, writes), nil
 }
 
 func boolToUint(b bool) uint64 {

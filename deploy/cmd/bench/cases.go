@@ -149,6 +149,8 @@ func benchCases() []*benchCase {
 	var cachedAnswer atomic.Pointer[[]byte]
 	cases := []*benchCase{
 		{Name: baselineCase, Method: http.MethodGet, Path: "/bench/static"},
+		// Before any load: the services as they start.
+		idleRSSCase(),
 		{Name: "customers-me", Method: http.MethodGet, Path: "/api/Customers/me", Auth: true, Needs: []string{"auth"}},
 		{
 			Name: "topics-list", Method: http.MethodGet, Auth: true, Needs: []string{"auth", "topics"}, Customer: "Bench Topics",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestSelectCases(t *testing.T) {
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct{ list, want string }{
-		{"", "static,customers-me,topics-list,detect-language,translate-cached,mail-notify,mail-to-ticket,live-fanout,message-to-reply,assistant-eval,tickets-list,tickets-search," +
+		{"", "static,idle-rss,customers-me,topics-list,detect-language,translate-cached,mail-notify,mail-to-ticket,live-fanout,message-to-reply,assistant-eval,tickets-list,tickets-search," +
 			"message-create,raw-insert,apertium-oneshot,apertium-warm,translate-uncached"},
 		// message-create is compared with the raw INSERT baseline.
 		{"message-create", "static,message-create,raw-insert"},
@@ -184,5 +185,17 @@ func TestCountingCasesHaveCustomersOfTheirOwn(t *testing.T) {
 		if counting[c.Customer] {
 			t.Errorf("%s runs as %q, a customer whose totals another case checks", c.Name, c.Customer)
 		}
+	}
+}
+
+// TestReadIdleMem reads this process's memory: the resident set is its
+// anonymous plus file-mapped parts (and shared memory, none here).
+func TestReadIdleMem(t *testing.T) {
+	m := readIdleMem(os.Getpid())
+	if m.rss <= 0 || m.anon <= 0 || m.file <= 0 {
+		t.Fatalf("memory %+v: want every figure read", m)
+	}
+	if d := m.rss - m.anon - m.file; d < 0 || d > m.rss/10 {
+		t.Fatalf("memory %+v: RSS is not anonymous + file-mapped", m)
 	}
 }

@@ -3,6 +3,7 @@ package apertium
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,40 +39,124 @@ func (e *Engine) pool(ctx context.Context, mode string) *modePool {
 	return p
 }
 
-// translateWarm sends the texts through one warm pipeline of the pool, in one go. A pipeline
-// that fails is killed and the request retried once on a fresh one.
+// translateWarm sends the texts through a warm pipeline of the pool. The request waits in the
+// pool's queue; whichever waiting request gets a free slot first takes every request queued by
+// then and sends them all in one write (runBatch), so that concurrent requests of one mode that
+// arrive together while the pipelines are busy share a flush instead of waiting for one each.
+// A lone request on an idle pool goes at once, alone.
 func (e *Engine) translateWarm(ctx context.Context, pool *modePool, texts []string) ([]string, error) {
-	inputs := make([]string, len(texts))
+	j := &warmJob{ctx: ctx, inputs: make([]string, len(texts)), done: make(chan struct{})}
 	for i, t := range texts {
-		inputs[i] = deformatTxt(t)
+		j.inputs[i] = deformatTxt(t)
+		j.size += len(j.inputs[i])
 	}
+	pool.enqueue(j)
+	slots := pool.slots
+	for {
+		select {
+		case <-j.done:
+			if j.err != nil {
+				if ctx.Err() != nil {
+					return nil, &RunError{Mode: pool.mode, Err: ctx.Err()}
+				}
+				return nil, &RunError{Mode: pool.mode, Stderr: j.stderr, Err: j.err}
+			}
+			return j.out, nil
+		case <-ctx.Done():
+			// Taken by a batch already: the batch stops once every request of it has gone.
+			pool.withdraw(j)
+			return nil, &RunError{Mode: pool.mode, Err: ctx.Err()}
+		case slots <- struct{}{}:
+			if batch := pool.takeBatch(); len(batch) > 0 {
+				e.runBatch(pool, batch)
+			}
+			<-pool.slots
+			// Once a batch (this one's or another's) has this request, only its answer is
+			// awaited: a nil channel takes no more slots.
+			if pool.taken(j) {
+				slots = nil
+			}
+		}
+	}
+}
+
+// runBatch sends the inputs of a batch of requests through one pipeline in one write, and
+// hands each request its answers. A pipeline that fails is killed and the batch retried once on
+// a fresh one. The batch goes on while any of its requests still waits for it.
+func (e *Engine) runBatch(pool *modePool, batch []*warmJob) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	defer cancel()
+	var waiting atomic.Int32
+	waiting.Store(int32(len(batch)))
+	for _, j := range batch {
+		stop := context.AfterFunc(j.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	var inputs []string
+	for _, j := range batch {
+		inputs = append(inputs, j.inputs...)
+	}
+	out, stderr, err := e.translateInputs(ctx, pool, inputs)
+	pool.requests.Add(int64(len(batch)))
+	for _, j := range batch {
+		switch {
+		case err != nil:
+			j.err, j.stderr = err, stderr
+		default:
+			j.out = make([]string, len(j.inputs))
+			for i := range j.inputs {
+				j.out[i] = reformatTxt(out[i])
+			}
+			out = out[len(j.inputs):]
+		}
+		close(j.done)
+	}
+}
+
+// translateInputs writes inputs to one pipeline of the pool (the caller holds a slot) and reads
+// their answers; a failed pipeline is killed and the inputs tried once more on a fresh one.
+func (e *Engine) translateInputs(ctx context.Context, pool *modePool, inputs []string) (out []string, stderr string, err error) {
 	var lastErr error
-	var stderr string
 	for attempt := 0; attempt < 2; attempt++ {
-		p, err := pool.acquire(ctx, attempt > 0)
+		p, err := pool.take(attempt > 0)
 		if err != nil {
 			if lastErr != nil && ctx.Err() == nil {
 				err = errors.Join(lastErr, err)
 			}
-			return nil, &RunError{Mode: pool.mode, Stderr: stderr, Err: err}
+			return nil, stderr, err
 		}
+		pool.writes.Add(1)
 		out, err := p.translate(ctx, e.cfg.Now().Add(e.cfg.Timeout), inputs)
 		if err == nil {
-			pool.release(p, e.cfg.Now())
-			for i := range out {
-				out[i] = reformatTxt(out[i])
-			}
-			return out, nil
+			pool.put(p, e.cfg.Now())
+			return out, "", nil
 		}
-		pool.discard(p)
+		p.kill()
 		stderr = p.stderr.String()
 		if ctx.Err() != nil {
-			return nil, &RunError{Mode: pool.mode, Err: ctx.Err()}
+			return nil, "", ctx.Err()
 		}
 		lastErr = err
 		e.cfg.Logger.Warn("apertium: warm pipeline failed, killed", "mode", pool.mode, "attempt", attempt+1, "err", err, "stderr", stderr)
 	}
-	return nil, &RunError{Mode: pool.mode, Stderr: stderr, Err: lastErr}
+	return nil, stderr, lastErr
+}
+
+// WarmBatches reports, over every mode, how many requests the warm pipelines have answered and
+// in how many writes to a pipeline (retries included): fewer writes than requests means that
+// concurrent requests shared a flush.
+func (e *Engine) WarmBatches() (requests, writes int64) {
+	e.warmMu.Lock()
+	defer e.warmMu.Unlock()
+	for _, p := range e.pools {
+		requests += p.requests.Load()
+		writes += p.writes.Load()
+	}
+	return requests, writes
 }
 
 // reapLoop stops idle pipelines until Close.

@@ -418,3 +418,128 @@ func TestWarmEngineContract(t *testing.T) {
 		t.Fatalf("warm pipelines %v, want eng-spa and spa-eng", e.WarmProcesses())
 	}
 }
+
+// TestWarmConcurrentRequestsShareAFlush holds the one pipeline (MaxProcesses 1) busy on a first
+// request while eight more arrive: they wait in the queue and go together, in one write, once the
+// pipeline is free, each getting its own answers.
+func TestWarmConcurrentRequestsShareAFlush(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	e, starts := fakeWarm(t, fmt.Sprintf(`[[ "$x" == *first* ]] && while [ ! -e %q ]; do sleep 0.02; done`, release), Config{MaxProcesses: 1, Timeout: time.Minute})
+	en2es := mt.Pair{Source: "en", Target: "es"}
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		got, err := e.Translate(ctx, en2es, []string{"first"})
+		if err == nil && got[0] != "first" {
+			err = fmt.Errorf("got %q", got)
+		}
+		first <- err
+	}()
+	// The first request has the pipeline once the pool's queue is empty again.
+	queued := func() int { return queuedRequests(e, "eng-spa") }
+	waitFor(t, "the first request to take the pipeline", func() bool { return firstTaken(e) })
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			// Two texts each: every request gets its own two answers back, in order.
+			texts := []string{fmt.Sprintf("text %d a", i), fmt.Sprintf("text %d b", i)}
+			got, err := e.Translate(ctx, en2es, texts)
+			if err == nil && !reflect.DeepEqual(got, texts) {
+				err = fmt.Errorf("got %q for %q", got, texts)
+			}
+			errs <- err
+		})
+	}
+	waitFor(t, "eight queued requests", func() bool { return queued() == n })
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if requests, writes := e.WarmBatches(); requests != n+1 || writes != 2 {
+		t.Fatalf("%d requests in %d writes, want %d in 2 (the first alone, then the eight together)", requests, writes, n+1)
+	}
+	if got := countStarts(t, starts); got != 1 {
+		t.Fatalf("%d pipelines started, want 1", got)
+	}
+}
+
+// TestWarmQueuedRequestCancelled leaves the queue when its context ends before a pipeline is
+// free, and the others of its batch are answered.
+func TestWarmQueuedRequestCancelled(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	e, _ := fakeWarm(t, fmt.Sprintf(`[[ "$x" == *first* ]] && while [ ! -e %q ]; do sleep 0.02; done`, release), Config{MaxProcesses: 1, Timeout: time.Minute})
+	en2es := mt.Pair{Source: "en", Target: "es"}
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.Translate(context.Background(), en2es, []string{"first"})
+		first <- err
+	}()
+	waitFor(t, "the first request to take the pipeline", func() bool { return firstTaken(e) })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := e.Translate(ctx, en2es, []string{"cancelled"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want the context's deadline", err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		got, err := e.Translate(context.Background(), en2es, []string{"second"})
+		if err == nil && got[0] != "second" {
+			err = fmt.Errorf("got %q", got)
+		}
+		second <- err
+	}()
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if requests, _ := e.WarmBatches(); requests != 2 {
+		t.Fatalf("%d requests answered, want 2 (the cancelled one left the queue)", requests)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// firstTaken reports whether eng-spa's one request has left the queue for the pipeline's slot.
+func firstTaken(e *Engine) bool {
+	e.warmMu.Lock()
+	p := e.pools["eng-spa"]
+	e.warmMu.Unlock()
+	return p != nil && queuedRequests(e, "eng-spa") == 0 && len(p.slots) == 1
+}
+
+// queuedRequests is how many requests wait in mode's queue (-1: no pool yet).
+func queuedRequests(e *Engine, mode string) int {
+	e.warmMu.Lock()
+	p := e.pools[mode]
+	e.warmMu.Unlock()
+	if p == nil {
+		return -1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
+}

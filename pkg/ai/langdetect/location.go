@@ -9,8 +9,6 @@ import (
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
-	"golang.org/x/text/runes"
-	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 
 	"supportplatform.dev/ai/langcode"
@@ -128,15 +126,23 @@ func CountryCode(country string) (string, bool) {
 
 // fold makes names comparable: no accents, lower case, "&" as "and", "St." as "saint",
 // punctuation as single spaces, and no leading "the".
+//
+// It runs for every name of the tables as they are built and for every lookup, so it builds
+// nothing per call: a transform chain and two replacers per call made megabytes of garbage.
 func fold(s string) string {
-	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
-	if out, _, err := transform.String(t, s); err == nil {
-		s = out
+	s = norm.NFD.String(s)
+	if strings.IndexFunc(s, isMark) >= 0 {
+		s = strings.Map(func(r rune) rune {
+			if isMark(r) {
+				return -1
+			}
+			return r
+		}, s)
 	}
+	s = norm.NFC.String(s)
 	s = strings.ToLower(s)
-	// Letters some languages write without a combining accent.
-	s = strings.NewReplacer("ß", "ss", "ø", "o", "æ", "ae", "œ", "oe", "ł", "l", "đ", "d", "ı", "i").Replace(s)
-	s = strings.NewReplacer("&", " and ", ".", "", "'", "", "’", "").Replace(s)
+	s = unaccented.Replace(s)
+	s = punctuation.Replace(s)
 	var b strings.Builder
 	space := true
 	for _, r := range s {
@@ -159,6 +165,16 @@ func fold(s string) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// Letters some languages write without a combining accent, and the punctuation fold drops or
+// spells out (Replacers are safe for concurrent use).
+var (
+	unaccented  = strings.NewReplacer("ß", "ss", "ø", "o", "æ", "ae", "œ", "oe", "ł", "l", "đ", "d", "ı", "i")
+	punctuation = strings.NewReplacer("&", " and ", ".", "", "'", "", "’", "")
+)
+
+// isMark reports a nonspacing mark (an accent once NFD has taken it off its letter).
+func isMark(r rune) bool { return unicode.Is(unicode.Mn, r) }
 
 type locationTables struct {
 	names    map[string]string // folded name or code -> alpha-2

@@ -249,3 +249,11 @@ func TestFold(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldAllocatesLittle: fold runs for every name as the tables are built and for every
+// lookup; it must not build its transforms per call.
+func TestFoldAllocatesLittle(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = fold("Saint-Jérôme & Sœurs St. Øster") }); n > 20 {
+		t.Fatalf("fold allocates %.0f times per call, want at most 20", n)
+	}
+}

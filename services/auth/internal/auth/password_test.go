@@ -2,7 +2,9 @@ package auth
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestPasswordHashRoundTrip(t *testing.T) {
@@ -28,4 +30,42 @@ func TestPasswordHashRoundTrip(t *testing.T) {
 			t.Fatalf("malformed hash %q accepted", bad)
 		}
 	}
+}
+
+// TestHashMemoryReleasedOncePerPause: a burst of hashes gives its memory back once, after the
+// burst; the next hash arms the release again.
+func TestHashMemoryReleasedOncePerPause(t *testing.T) {
+	var freed atomic.Int32
+	saved := hashRelease
+	hashRelease = &releaser{delay: 2 * time.Second, free: func() { freed.Add(1) }}
+	t.Cleanup(func() { hashRelease = saved })
+	waitFreed := func(want int32) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for freed.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("memory released %d times, want %d", freed.Load(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	h, err := HashPassword("correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := CheckPassword(h, "correct horse battery"); err != nil || !ok {
+		t.Fatalf("CheckPassword = %v, %v", ok, err)
+	}
+	if n := freed.Load(); n != 0 {
+		t.Fatalf("released %d times during the burst, want 0", n)
+	}
+	waitFreed(1)
+	time.Sleep(500 * time.Millisecond)
+	if n := freed.Load(); n != 1 {
+		t.Fatalf("released %d times after one burst, want 1", n)
+	}
+	if _, err := CheckPassword(h, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	waitFreed(2)
 }
