@@ -183,8 +183,12 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		w.add("t.customer_rep_id = ?", *f.CustomerRepID)
 	}
 	if f.TopicID != nil {
-		w.add(`t.ticket_id IN (SELECT m.ticket_id FROM message_topics mt JOIN ticket_messages m ON m.message_id = mt.message_id
-			WHERE mt.customer_id = $1 AND mt.topic_id = ?)`, *f.TopicID)
+		// The topic's tickets first (an array, from message_topics_topic_idx
+		// and the messages' keys), then those tickets by key: as a join,
+		// the planner may walk the sort's index through every ticket of
+		// the customer probing each one's messages for the topic.
+		w.add(`t.ticket_id = ANY(ARRAY(SELECT m.ticket_id FROM message_topics mt JOIN ticket_messages m ON m.message_id = mt.message_id
+			WHERE mt.customer_id = $1 AND mt.topic_id = ?))`, *f.TopicID)
 	}
 	if f.CreatedFrom != nil {
 		w.add("t.created_at >= ?", *f.CreatedFrom)
