@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ func TestSelectCases(t *testing.T) {
 		// topics-list is compared with customers-me, which comes along.
 		{" topics-list ,", "static,customers-me,topics-list"},
 		{"static", "static"},
+		// tickets-scale runs only when named.
+		{"tickets-scale", "static,tickets-scale"},
 	} {
 		got, err := selectCases(all, tc.list)
 		if err != nil || names(got) != tc.want {
@@ -183,6 +186,17 @@ func TestCountingCasesHaveCustomersOfTheirOwn(t *testing.T) {
 		}
 		if counting[c.Customer] {
 			t.Errorf("%s runs as %q, a customer whose totals another case checks", c.Name, c.Customer)
+		}
+	}
+}
+
+func TestParseScaleSizes(t *testing.T) {
+	if got, err := parseScaleSizes("10000, 100000,1000000"); err != nil || !slices.Equal(got, []int{10000, 100000, 1000000}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", "100", "10000,10000", "100000,10000", "x", "10000,"} {
+		if _, err := parseScaleSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
 		}
 	}
 }
