@@ -15,7 +15,7 @@ const ScaleWord = "zanzibar"
 // and returns their ids.
 func ScaleEndUsers(ctx context.Context, db *pgxpool.Pool, customerID int64, n int) ([]int64, error) {
 	rows, err := db.Query(ctx, `INSERT INTO tickets.end_users (customer_id, name, email)
-		SELECT $1, 'Scale user ' || i, 'scale-user-' || i || '-' || $1 || '@example.com' FROM generate_series(1, $2::int) i
+		SELECT $1::bigint, 'Scale user ' || i, 'scale-user-' || i || '-' || $1::bigint || '@example.com' FROM generate_series(1, $2::int) i
 		RETURNING end_user_id`, customerID, n)
 	if err != nil {
 		return nil, fmt.Errorf("seed end users: %w", err)

@@ -195,8 +195,8 @@ func scaleOps(ctx context.Context, e *benchEnv, t seed.Tickets, users []int64, s
 		return nil, fmt.Errorf("no cursor on page %d: %v", deep, err)
 	}
 	ops = append(ops,
-		scaleOp{name: fmt.Sprintf("list pageNumber=%d", deep), expect: 200, req: get(fmt.Sprintf("/api/Tickets?pageSize=20&pageNumber=%d", deep))},
-		scaleOp{name: "list cursor (same page)", expect: 200, req: get("/api/Tickets?pageSize=20&cursor=" + url.QueryEscape(*page.NextCursor))},
+		scaleOp{name: "list pageNumber=size/40", expect: 200, req: get(fmt.Sprintf("/api/Tickets?pageSize=20&pageNumber=%d", deep))},
+		scaleOp{name: "list cursor (page size/40)", expect: 200, req: get("/api/Tickets?pageSize=20&cursor=" + url.QueryEscape(*page.NextCursor))},
 		scaleOp{name: "search q (0.1% of tickets)", expect: 200, req: get("/api/Tickets?pageSize=20&q=" + seed.ScaleWord)},
 		scaleOp{name: "end users q", expect: 200, req: get("/api/EndUsers?pageSize=20&q=" + url.QueryEscape("user 17"))},
 	)
