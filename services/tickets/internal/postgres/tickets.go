@@ -278,15 +278,36 @@ func (s *Store) listTickets(ctx context.Context, customerID int64, f tickets.Tic
 	}
 	var total int64
 	var ids []int64
-	b := &pgx.Batch{}
-	b.Queue(q.countSQL, q.countArgs...).QueryRow(func(row pgx.Row) error { return row.Scan(&total) })
-	b.Queue(q.pageSQL, q.pageArgs...).Query(func(rows pgx.Rows) error {
-		var err error
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, 0, false, postgres.Error(err, "ticket")
+	if f.Q != "" {
+		// A search is planned for its words every time (an unnamed
+		// statement, QueryExecModeExec). As a prepared statement,
+		// PostgreSQL switched to a generic plan after five executions, one
+		// that walks the customer's tickets newest first testing each
+		// against the query: a word in 0.1% of 100,000 tickets took 28 ms
+		// instead of 2 (make bench-scale). Two round trips then, as a
+		// batch runs in one mode.
+		mode := pgx.QueryExecModeExec
+		err := s.db.QueryRow(ctx, q.countSQL, append([]any{mode}, q.countArgs...)...).Scan(&total)
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = s.db.Query(ctx, q.pageSQL, append([]any{mode}, q.pageArgs...)...); err == nil {
+				ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			}
+		}
+		if err != nil {
+			return nil, 0, false, postgres.Error(err, "ticket")
+		}
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(q.countSQL, q.countArgs...).QueryRow(func(row pgx.Row) error { return row.Scan(&total) })
+		b.Queue(q.pageSQL, q.pageArgs...).Query(func(rows pgx.Rows) error {
+			var err error
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+		if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+			return nil, 0, false, postgres.Error(err, "ticket")
+		}
 	}
 	more := len(ids) > p.Size
 	if more {
