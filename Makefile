@@ -28,6 +28,10 @@ fuzz:
 bench: traefik infra
 	cd deploy && GOWORK=off $(GO) run ./cmd/bench $(BENCH_FLAGS)
 
+## bench-scale: one customer's tickets grown to 10,000, 100,000, 1,000,000 (3 messages each) beside 99 customers of 10,000; p50/p99 of each tickets operation per size (SCALE_FLAGS, e.g. -scale-sizes 10000,100000)
+bench-scale: traefik infra
+	cd deploy && GOWORK=off $(GO) run ./cmd/bench -cases tickets-scale $(SCALE_FLAGS)
+
 ## soak: SOAK_DURATION (default 10m) at half the measured peak through the gateway over a mix of routes; errors and RSS growth per service (not in make test)
 soak: traefik infra
 	cd deploy && GOWORK=off $(GO) run ./cmd/soak $(SOAK_FLAGS)

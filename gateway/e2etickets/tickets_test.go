@@ -835,3 +835,77 @@ func TestTkTicketEvents(t *testing.T) {
 		t.Fatalf("deleted %+v", got[4])
 	}
 }
+
+// tkCursorPage is a page of tickets with its keyset cursor.
+type tkCursorPage struct {
+	Items      []tkTicketBody `json:"items"`
+	TotalCount int            `json:"totalCount"`
+	TotalPages int            `json:"totalPages"`
+	NextCursor *string        `json:"nextCursor"`
+}
+
+func tkCursorList(t *testing.T, token, query string) tkCursorPage {
+	t.Helper()
+	var l tkCursorPage
+	wantStatus(t, client(t).Do(http.MethodGet, "/api/Tickets"+query, token, nil), http.StatusOK, &l)
+	return l
+}
+
+// Keyset paging through the gateway: following nextCursor walks the same
+// tickets as the page numbers, in every sort and with filters, and ends
+// with a null cursor; a cursor is refused (400 naming it) by another
+// customer, other filters, another sort or when altered, and pageNumber
+// with a cursor is a 400 naming pageNumber.
+func TestTkTicketsCursor(t *testing.T) {
+	t.Parallel()
+	e := tkNewEnv(t)
+	b := tkNewEnv(t)
+	for i := range 5 {
+		e.tkOpen(t, fmt.Sprintf("Ticket %d", i))
+		b.tkOpen(t, fmt.Sprintf("Ticket %d", i))
+	}
+	token := e.tn.AgentToken
+	for _, filter := range []string{"", "&sort=ticketID", "&sort=-dateUpdated&status=open", "&q=ticket&sort=dateCreated"} {
+		t.Run(filter, func(t *testing.T) {
+			want := tkIDs(tkList(t, token, "?pageSize=100"+filter))
+			if len(want) != 5 {
+				t.Fatalf("%d tickets", len(want))
+			}
+			var got []int64
+			l := tkCursorList(t, token, "?pageSize=2"+filter)
+			for range 5 {
+				if l.TotalCount != 5 || l.TotalPages != 3 {
+					t.Fatalf("total %d pages %d", l.TotalCount, l.TotalPages)
+				}
+				for _, it := range l.Items {
+					got = append(got, it.TicketID)
+				}
+				if l.NextCursor == nil {
+					break
+				}
+				l = tkCursorList(t, token, "?pageSize=2&cursor="+url.QueryEscape(*l.NextCursor)+filter)
+			}
+			if !slices.Equal(got, want) || l.NextCursor != nil {
+				t.Fatalf("cursor pages %v (last cursor %v), want %v", got, l.NextCursor, want)
+			}
+		})
+	}
+	first := tkCursorList(t, token, "?pageSize=2")
+	if first.NextCursor == nil {
+		t.Fatal("no cursor on the first page")
+	}
+	cur := url.QueryEscape(*first.NextCursor)
+	c := client(t)
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?cursor="+cur, b.tn.AgentToken, nil), http.StatusBadRequest, "cursor")
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?status=open&cursor="+cur, token, nil), http.StatusBadRequest, "cursor")
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?sort=dateCreated&cursor="+cur, token, nil), http.StatusBadRequest, "cursor")
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?cursor="+cur+"x", token, nil), http.StatusBadRequest, "cursor")
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?cursor=%25%00", token, nil), http.StatusBadRequest, "")
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?cursor=bm90IGEgY3Vyc29y", token, nil), http.StatusBadRequest, "cursor")
+	wantProblem(t, c.Do(http.MethodGet, "/api/Tickets?pageNumber=2&cursor="+cur, token, nil), http.StatusBadRequest, "pageNumber")
+	// The cursor's page: the tickets after the first page, any page size.
+	all := tkIDs(tkList(t, token, "?pageSize=100"))
+	if got := tkIDs(tkList(t, token, "?pageSize=100&cursor="+cur)); !slices.Equal(got, all[2:]) {
+		t.Fatalf("after the cursor %v, want %v", got, all[2:])
+	}
+}

@@ -58,6 +58,9 @@ type benchCase struct {
 	RelativeTo string
 	// Note is printed before the case's figures.
 	Note string
+	// Named cases run only when -cases names them (make bench-scale's
+	// tickets-scale seeds millions of rows).
+	Named bool
 	// Direct, when set, is the measured operation instead of an HTTP
 	// request (a baseline such as a raw database INSERT).
 	Direct func(ctx context.Context, e *benchEnv) error
@@ -199,6 +202,7 @@ func benchCases() []*benchCase {
 		assistantEvalCase(),
 	}
 	cases = append(cases, ticketCases()...)
+	cases = append(cases, scaleCase())
 	cases = append(cases, apertiumCases()...)
 	return append(cases, &benchCase{
 		Name: "translate-uncached", Method: http.MethodPost, Path: "/api/Translations/translate", Auth: true,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,8 @@ func TestSelectCases(t *testing.T) {
 		// topics-list is compared with customers-me, which comes along.
 		{" topics-list ,", "static,customers-me,topics-list"},
 		{"static", "static"},
+		// tickets-scale runs only when named.
+		{"tickets-scale", "static,tickets-scale"},
 	} {
 		got, err := selectCases(all, tc.list)
 		if err != nil || names(got) != tc.want {
@@ -197,5 +200,16 @@ func TestReadIdleMem(t *testing.T) {
 	}
 	if d := m.rss - m.anon - m.file; d < 0 || d > m.rss/10 {
 		t.Fatalf("memory %+v: RSS is not anonymous + file-mapped", m)
+	}
+}
+
+func TestParseScaleSizes(t *testing.T) {
+	if got, err := parseScaleSizes("10000, 100000,1000000"); err != nil || !slices.Equal(got, []int{10000, 100000, 1000000}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", "100", "10000,10000", "100000,10000", "x", "10000,"} {
+		if _, err := parseScaleSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -57,11 +57,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	logLevel := fs.String("log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
 	natsNodes := fs.Int("nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
 	profileDir := fs.String("traefik-profile", "", "directory: write Traefik's CPU profile of each measured case there (<case>.pprof; go tool pprof)")
+	sizes := fs.String("scale-sizes", "10000,100000,1000000", "tickets-scale: the customer's ticket counts, increasing")
+	fs.IntVar(&scaleRequests, "scale-requests", scaleRequests, "tickets-scale: measured requests per operation and size")
+	fs.IntVar(&scaleWorkers, "scale-c", scaleWorkers, "tickets-scale: concurrent workers")
+	fs.IntVar(&scaleOthers, "scale-others", scaleOthers, "tickets-scale: other customers of 10,000 tickets each")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (cases are chosen with -cases)", fs.Args())
+	}
+	parsed, err := parseScaleSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	scaleSizes = parsed
+	if scaleRequests < 10 || scaleWorkers < 1 || scaleOthers < 0 {
+		return errors.New("-scale-requests must be at least 10, -scale-c at least 1, -scale-others not negative")
 	}
 	if *concurrency < 1 || *uncachedC < 1 || *duration <= 0 || *warmup < 0 {
 		return errors.New("-c and -uncached-c must be at least 1, -d positive and -warmup not negative")
@@ -327,7 +339,7 @@ func selectCases(all []*benchCase, list string) ([]*benchCase, error) {
 	}
 	var out []*benchCase
 	for _, c := range all {
-		if !chosen || want[c.Name] {
+		if (!chosen && !c.Named) || want[c.Name] {
 			out = append(out, c)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 
 // Tickets is what the Tickets API calls of the domain.
 type Tickets interface {
-	ListTickets(ctx context.Context, customerID int64, f tickets.TicketFilter, p paging.Page) ([]tickets.TicketDetails, int, error)
+	ListTickets(ctx context.Context, customerID int64, f tickets.TicketFilter, p paging.Page) (tickets.TicketList, error)
 	Ticket(ctx context.Context, customerID, id int64) (tickets.TicketDetails, error)
 	CreateTicket(ctx context.Context, customerID int64, in tickets.CreateTicketInput) (tickets.TicketDetails, error)
 	UpdateTicket(ctx context.Context, customerID, id int64, p tickets.TicketPatch) error
@@ -155,11 +155,40 @@ func ticketFilter(q *httpserver.Query) tickets.TicketFilter {
 		q.Invalid("createdTo", "must not be before createdFrom")
 	}
 	f.Q = strings.TrimSpace(q.Text("q", tickets.MaxSearchLen))
+	f.Cursor = q.Get("cursor")
+	if f.Cursor != "" && q.Get("pageNumber") != "" {
+		q.Invalid("pageNumber", "must not be given with cursor: a cursor names its page")
+	}
 	return f
 }
 
+// ticketPage is the list envelope with the keyset cursor of the next page.
+type ticketPage struct {
+	paging.Envelope[ticketResponse]
+	NextCursor *string `json:"nextCursor"`
+}
+
 func (h *Handlers) listTickets(c *gin.Context) error {
-	return httpcrud.ListPage(c, ticketFilter, h.Tickets.ListTickets, toTicket)
+	cid, err := httpcrud.Customer(c)
+	if err != nil {
+		return err
+	}
+	q := httpserver.NewQuery(c)
+	pg := q.Page()
+	f := ticketFilter(q)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	l, err := h.Tickets.ListTickets(c.Request.Context(), cid, f, pg)
+	if err != nil {
+		return err
+	}
+	out := ticketPage{Envelope: paging.NewEnvelope(paging.Map(l.Items, toTicket), l.Total, pg)}
+	if l.Next != "" {
+		out.NextCursor = &l.Next
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
 }
 
 func (h *Handlers) getTicket(c *gin.Context) error {

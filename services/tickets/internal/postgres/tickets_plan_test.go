@@ -107,10 +107,11 @@ func TestTkListPlan100k(t *testing.T) {
 		const rounds = 50
 		began := time.Now()
 		for range rounds {
-			items, total, err := s.ListTickets(ctx, 1, tc.f, page)
+			l, err := s.ListTickets(ctx, 1, tc.f, page)
 			if err != nil {
 				t.Fatal(err)
 			}
+			items, total := l.Items, l.Total
 			if len(items) != 20 || (tc.total >= 0 && total != tc.total) {
 				t.Fatalf("%s: %d items of %d, want 20 of %d", tc.name, len(items), total, tc.total)
 			}

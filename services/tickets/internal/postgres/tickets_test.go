@@ -56,18 +56,18 @@ func tkList(t *testing.T, s *postgres.Store, customerID int64, f tickets.TicketF
 	if f.Q != "" {
 		f.SearchConfig = tickets.SearchConfig(f.Q)
 	}
-	items, total, err := s.ListTickets(context.Background(), customerID, f, p)
+	l, err := s.ListTickets(context.Background(), customerID, f, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := []int64{}
-	for _, it := range items {
+	for _, it := range l.Items {
 		if it.CustomerID != customerID {
 			t.Fatalf("ticket %d of customer %d listed for %d", it.ID, it.CustomerID, customerID)
 		}
 		ids = append(ids, it.ID)
 	}
-	return ids, total
+	return ids, l.Total
 }
 
 // tkCounts compares the counters with a real count, per customer and

@@ -83,6 +83,10 @@ type TicketFilter struct {
 	// SearchConfig is the text search configuration that stems Q.
 	SearchConfig string
 	Sort         TicketSort
+	// Cursor is the client's cursor (keyset paging), "" for none; the
+	// service decodes it into After, the position the store starts after.
+	Cursor string
+	After  *TicketCursor
 }
 
 // ByStatusOnly tells whether the filter selects by status and isClosed
@@ -177,7 +181,9 @@ type TicketChange struct {
 // BulkUpdateTickets lock the tickets and call change in the transaction,
 // with the tickets as they are now.
 type TicketStore interface {
-	ListTickets(ctx context.Context, customerID int64, f TicketFilter, p paging.Page) ([]TicketDetails, int, error)
+	// ListTickets returns the page (after f.After when set, then p's
+	// offset is 0) with More telling whether tickets follow it.
+	ListTickets(ctx context.Context, customerID int64, f TicketFilter, p paging.Page) (TicketList, error)
 	TicketDetails(ctx context.Context, customerID, id int64) (TicketDetails, error)
 	CreateTicket(ctx context.Context, customerID int64, in NewTicket) (TicketDetails, error)
 	UpdateTicket(ctx context.Context, customerID, id int64, change func(Ticket) (Ticket, error)) error
@@ -205,12 +211,30 @@ func NewTickets(store TicketStore, look TicketLookups) *Tickets {
 	return &Tickets{store: store, look: look}
 }
 
-// ListTickets pages through the customer's tickets.
-func (s *Tickets) ListTickets(ctx context.Context, customerID int64, f TicketFilter, p paging.Page) ([]TicketDetails, int, error) {
+// ListTickets pages through the customer's tickets, by page number or
+// after a cursor (keyset paging: the page starts after the cursor's ticket
+// instead of skipping the ones before it). Next is the cursor of the
+// following page whenever tickets follow, whichever way the page was asked.
+func (s *Tickets) ListTickets(ctx context.Context, customerID int64, f TicketFilter, p paging.Page) (TicketList, error) {
 	if f.Q != "" && f.SearchConfig == "" {
 		f.SearchConfig = SearchConfig(f.Q)
 	}
-	return s.store.ListTickets(ctx, customerID, f, p)
+	f.After = nil
+	if f.Cursor != "" {
+		c, err := DecodeCursor(customerID, f, f.Cursor)
+		if err != nil {
+			return TicketList{}, err
+		}
+		f.After, p.Number = &c, 1
+	}
+	l, err := s.store.ListTickets(ctx, customerID, f, p)
+	if err != nil {
+		return TicketList{}, err
+	}
+	if l.More && len(l.Items) > 0 {
+		l.Next = EncodeCursor(customerID, f, l.Items[len(l.Items)-1].Ticket)
+	}
+	return l, nil
 }
 
 // SearchConfig is the text search configuration that stems a query.

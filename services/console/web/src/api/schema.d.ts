@@ -1221,6 +1221,15 @@ export interface paths {
          *     A bad value is a 400 naming the parameter. `totalCount` of a list
          *     filtered by `status` and `isClosed` alone (or not at all) comes from
          *     per-status counters; other lists are counted.
+         *
+         *     Two ways to page: `pageNumber` (the spec's), or keyset paging with
+         *     `cursor`. Every page carries `nextCursor` while tickets follow it
+         *     (null on the last page); send it back as `cursor`, with the same
+         *     filters and sort (any `pageSize`), for the page after it. A cursor
+         *     page starts right after the previous page's last ticket instead of
+         *     skipping the tickets before it, so a deep page costs what the first
+         *     one does, and tickets created meanwhile do not shift it.
+         *     `totalCount` and `totalPages` stay those of the whole list.
          */
         get: operations["listTickets"];
         put?: never;
@@ -2283,6 +2292,8 @@ export interface components {
             items: components["schemas"]["Ticket"][];
             totalCount: number;
             totalPages: number;
+            /** @description The `cursor` of the page after this one; null when no ticket follows it. */
+            nextCursor: string | null;
         };
     };
     responses: {
@@ -5183,6 +5194,14 @@ export interface operations {
                 pageNumber?: components["parameters"]["PageNumber"];
                 /** @description Items per page, 1 to 100 (default 20); other values are a 400. */
                 pageSize?: components["parameters"]["PageSize"];
+                /**
+                 * @description The `nextCursor` of a previous page of this list (opaque). It is
+                 *     bound to the customer, the filters and the sort of the request
+                 *     that returned it: with another customer's token, other filters
+                 *     or another sort, or altered, it is a 400 naming `cursor`. Given
+                 *     with `pageNumber`, a 400 naming `pageNumber`.
+                 */
+                cursor?: string;
                 /** @description Only tickets in this state, in any case (`open`, `Closed`). */
                 status?: string;
                 /** @description `true`: only Closed tickets; `false`: every other state. */
