@@ -110,20 +110,28 @@ func boolToUint(b bool) uint64 {
 // memKB is a memory figure of a process in KiB (VmRSS of status, Pss of smaps_rollup), 0 when
 // unknown.
 func memKB(pid int, file, key string) int {
+	return procKB(pid, file, key)[0]
+}
+
+// procKB reads /proc/<pid>/<file> once and returns the kB figures of keys
+// ("VmRSS:"), 0 for a key it lacks or a file it cannot read: one reading,
+// so that figures of one moment are compared.
+func procKB(pid int, file string, keys ...string) []int {
+	out := make([]int, len(keys))
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
 	if err != nil {
-		return 0
+		return out
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, key); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				n, _ := strconv.Atoi(f[0])
-				return n
+		for i, key := range keys {
+			if rest, ok := strings.CutPrefix(line, key); ok {
+				if f := strings.Fields(rest); len(f) > 0 {
+					out[i], _ = strconv.Atoi(f[0])
+				}
 			}
 		}
 	}
-	return 0
+	return out
 }
 
 // serviceRSS reports the translation service's memory and its children's (warm pipelines)

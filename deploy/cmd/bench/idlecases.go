@@ -62,7 +62,8 @@ func idleRSSCase() *benchCase {
 type idleMem struct{ rss, anon, file int }
 
 func readIdleMem(pid int) idleMem {
-	return idleMem{rss: memKB(pid, "status", "VmRSS:"), anon: memKB(pid, "status", "RssAnon:"), file: memKB(pid, "status", "RssFile:")}
+	kb := procKB(pid, "status", "VmRSS:", "RssAnon:", "RssFile:")
+	return idleMem{rss: kb[0], anon: kb[1], file: kb[2]}
 }
 
 func idleRSS(ctx context.Context, e *benchEnv) ([]string, error) {
