@@ -2,10 +2,8 @@ package e2elive
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,111 +62,21 @@ func (tn tenant) streamTicket(t *testing.T) string {
 	return body.Ticket
 }
 
-type event struct {
-	ID   uint64
-	Type string
-	Data map[string]any
-	At   time.Time
-}
-
-// stream is an event stream open through the gateway, read as an
-// EventSource would.
-type stream struct {
-	t      *testing.T
-	events chan event
-	close  func()
-}
-
 // open opens a stream with a new ticket, resuming after lastID when it is
 // not 0.
-func (tn tenant) open(t *testing.T, lastID uint64) *stream {
+func (tn tenant) open(t *testing.T, lastID uint64) *e2ekit.LiveStream {
 	t.Helper()
-	query := "?ticket=" + tn.streamTicket(t)
-	if lastID > 0 {
-		query += "&lastEventId=" + strconv.FormatUint(lastID, 10)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, stk.HTTPSURL+"/api/live/events"+query, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := stk.HTTPClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body.Close()
-		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" {
-		t.Fatalf("the gateway encoded the stream: %s", ce)
-	}
-	s := &stream{t: t, events: make(chan event, 256), close: func() { resp.Body.Close() }}
-	t.Cleanup(s.close)
-	go func() {
-		defer close(s.events)
-		sc := bufio.NewScanner(resp.Body)
-		var e event
-		var data string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if e.Type != "" {
-					e.At = time.Now()
-					_ = json.Unmarshal([]byte(data), &e.Data)
-					s.events <- e
-				}
-				e, data = event{}, ""
-			case strings.HasPrefix(line, "id: "):
-				e.ID, _ = strconv.ParseUint(line[4:], 10, 64)
-			case strings.HasPrefix(line, "event: "):
-				e.Type = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				data = line[6:]
-			}
-		}
-	}()
-	return s
+	return e2ekit.OpenLiveStream(t, stk, tn.streamTicket(t), lastID)
 }
 
-// until returns the first event for which match is true, failing after
-// limit; the events before it are returned too.
-func (s *stream) until(limit time.Duration, what string, match func(event) bool) (event, []event) {
-	s.t.Helper()
-	deadline := time.After(limit)
-	var before []event
-	for {
-		select {
-		case e, ok := <-s.events:
-			if !ok {
-				s.t.Fatalf("the stream ended before %s", what)
-			}
-			if match(e) {
-				return e, before
-			}
-			before = append(before, e)
-		case <-deadline:
-			s.t.Fatalf("no %s within %v (got %+v)", what, limit, before)
-		}
-	}
-}
-
-func ticketCreated(id int64) func(event) bool {
-	return func(e event) bool { return e.Type == "ticket.created" && e.Data["ticketID"] == float64(id) }
-}
-
-// A ticket created through the API reaches every open console of its
-// customer within a second, through the gateway, and never another
-// customer's.
 func TestEventReachesOnlyItsCustomerWithinASecond(t *testing.T) {
 	a, b := newTenant(t, "LiveA"), newTenant(t, "LiveB")
 	a1, a2, bs := a.open(t, 0), a.open(t, 0), b.open(t, 0)
 
 	start := time.Now()
 	id := a.createTicket(t, "Printer on fire")
-	for _, s := range []*stream{a1, a2} {
-		e, _ := s.until(time.Second, fmt.Sprintf("ticket.created of %d", id), ticketCreated(id))
+	for _, s := range []*e2ekit.LiveStream{a1, a2} {
+		e, _ := s.Until(time.Second, fmt.Sprintf("ticket.created of %d", id), e2ekit.TicketCreated(id))
 		if d := e.At.Sub(start); d > time.Second {
 			t.Errorf("the event took %v", d)
 		}
@@ -183,7 +91,7 @@ func TestEventReachesOnlyItsCustomerWithinASecond(t *testing.T) {
 	}
 	// B's own ticket comes, and nothing of A's before it.
 	own := b.createTicket(t, "Own")
-	_, before := bs.until(time.Second, "B's own ticket.created", ticketCreated(own))
+	_, before := bs.Until(time.Second, "B's own ticket.created", e2ekit.TicketCreated(own))
 	for _, e := range before {
 		if e.Data["ticketID"] == float64(id) {
 			t.Fatalf("customer B received customer A's event %+v", e)
@@ -197,21 +105,21 @@ func TestReconnectGetsWhatWasMissed(t *testing.T) {
 	a := newTenant(t, "LiveR")
 	s := a.open(t, 0)
 	first := a.createTicket(t, "First")
-	got, _ := s.until(time.Second, "the first ticket.created", ticketCreated(first))
-	s.close()
+	got, _ := s.Until(time.Second, "the first ticket.created", e2ekit.TicketCreated(first))
+	s.Close()
 
 	missed := []int64{a.createTicket(t, "Missed 1"), a.createTicket(t, "Missed 2")}
 	r := a.open(t, got.ID)
 	last := got.ID
 	for _, id := range missed {
-		e, _ := r.until(2*time.Second, fmt.Sprintf("missed ticket.created of %d", id), ticketCreated(id))
+		e, _ := r.Until(2*time.Second, fmt.Sprintf("missed ticket.created of %d", id), e2ekit.TicketCreated(id))
 		if e.ID <= last {
 			t.Fatalf("event %d after %d: out of order", e.ID, last)
 		}
 		last = e.ID
 	}
 	live := a.createTicket(t, "Live")
-	r.until(time.Second, "the live ticket.created", ticketCreated(live))
+	r.Until(time.Second, "the live ticket.created", e2ekit.TicketCreated(live))
 }
 
 // A stream ticket opens one stream; the second use, a made-up ticket and no

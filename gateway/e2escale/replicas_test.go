@@ -63,6 +63,13 @@ func TestGatewayBalancesReplicas(t *testing.T) {
 
 // topicLists is the http_requests_total of GET /api/Topics of a process.
 func topicLists(t *testing.T, url string) float64 {
+	return metricSum(t, url, "http_requests_total{", `method="GET"`, `route="/api/Topics"`)
+}
+
+// metricSum adds up the samples of a process's /metrics whose line starts
+// with prefix (a metric's name and, for labelled ones, "{") and contains
+// every label.
+func metricSum(t *testing.T, url, prefix string, labels ...string) float64 {
 	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
@@ -75,15 +82,56 @@ func topicLists(t *testing.T, url string) float64 {
 	}
 	var n float64
 	for line := range strings.Lines(string(data)) {
-		if strings.HasPrefix(line, "http_requests_total{") && strings.Contains(line, `method="GET"`) && strings.Contains(line, `route="/api/Topics"`) {
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
-				t.Fatalf("metric line %q: %v", line, err)
-			}
-			n += v
+		if !strings.HasPrefix(line, prefix) || slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
+			continue
 		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		n += v
 	}
 	return n
+}
+
+// Consoles' event streams need no sticky session either: stream tickets
+// asked through the gateway (from either live process) open streams on
+// either (the tickets are in Redis), streams end up open on both
+// processes, and a ticket created through the API reaches every stream of
+// its customer, whichever process holds it (each consumes the events).
+func TestLiveStreamsOnBothReplicas(t *testing.T) {
+	tn := e2ekit.NewTenant(t, stk, client(t), "Live")
+	channelID, endUserID := webChannel(t, tn)
+	ls := replicasOf(t, "live", 2)
+	before := []float64{metricSum(t, ls[0].URL, "live_streams_open "), metricSum(t, ls[1].URL, "live_streams_open ")}
+	c := client(t)
+	// The tickets first, then the streams: the gateway's round robin
+	// takes both in turn over the two processes (a ticket and its stream
+	// in alternation would all land on one), so streams open on each and
+	// some redeem a ticket the other process issued.
+	tickets := make([]string, 12)
+	for i := range tickets {
+		var body struct {
+			Ticket string `json:"ticket"`
+		}
+		e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/live/tickets", tn.AgentToken, nil), http.StatusCreated, &body)
+		tickets[i] = body.Ticket
+	}
+	var streams []*e2ekit.LiveStream
+	for _, ticket := range tickets {
+		streams = append(streams, e2ekit.OpenLiveStream(t, stk, ticket, 0))
+	}
+	e2ekit.Eventually(t, 10*time.Second, "streams open on both live processes", func() bool {
+		return metricSum(t, ls[0].URL, "live_streams_open ") > before[0] && metricSum(t, ls[1].URL, "live_streams_open ") > before[1]
+	})
+	var tk struct {
+		TicketID int64 `json:"ticketID"`
+	}
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Tickets", tn.AgentToken,
+		map[string]any{"subject": "Seen everywhere " + randid.Hex(3), "channelID": channelID, "endUserID": endUserID}), http.StatusCreated, &tk)
+	for _, s := range streams {
+		s.Until(10*time.Second, fmt.Sprintf("ticket.created of %d", tk.TicketID), e2ekit.TicketCreated(tk.TicketID))
+	}
 }
 
 // A token from a login on one auth replica works on every replica of every
