@@ -147,7 +147,32 @@ func StartCluster(t testing.TB, n int, opts *server.Options) *Cluster {
 	if opts == nil {
 		opts = &server.Options{}
 	}
-	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	// The ports are free when chosen, not when the servers bind them: a
+	// test running beside this one may take one in between. A cluster
+	// whose server does not come up is stopped and started again on other
+	// ports.
+	for attempt := 1; ; attempt++ {
+		c, ok := startCluster(t, n, opts)
+		if ok {
+			c.WaitLeader(t)
+			return c
+		}
+		for _, s := range c.Servers {
+			s.Stop()
+		}
+		if attempt == 3 {
+			t.Fatal("nats cluster server did not start (three attempts)")
+		}
+	}
+}
+
+// startCluster starts n servers on free ports and reports whether each is
+// ready for connections within 10 s.
+func startCluster(t testing.TB, n int, opts *server.Options) (*Cluster, bool) {
+	t.Helper()
+	// One call, so that no port is both a client's and a route's.
+	ports := freePorts(t, 2*n)
+	clientPorts, routePorts := ports[:n], ports[n:]
 	var routes []*url.URL
 	for _, p := range routePorts {
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(p))})
@@ -173,12 +198,11 @@ func StartCluster(t testing.TB, n int, opts *server.Options) *Cluster {
 		c.Servers = append(c.Servers, s)
 	}
 	for _, s := range c.Servers {
-		if !s.srv.ReadyForConnections(20 * time.Second) {
-			t.Fatal("nats cluster server did not start")
+		if !s.srv.ReadyForConnections(10 * time.Second) {
+			return c, false
 		}
 	}
-	c.WaitLeader(t)
-	return c
+	return c, true
 }
 
 // URLs is every server's client URL, comma-separated (a NATS_URL).
