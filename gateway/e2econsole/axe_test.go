@@ -85,15 +85,7 @@ func TestAccessibility(t *testing.T) {
 	c := client(t)
 	demo := stk.Demo
 	token := c.Login(demo.Email, demo.Password)
-	var ch struct {
-		ChannelID int64 `json:"channelID"`
-	}
-	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", token, map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
-	var eu struct {
-		EndUserID int64 `json:"endUserID"`
-	}
-	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", token,
-		map[string]any{"name": "Axel Reader", "email": "axel-" + randid.Hex(4) + "@example.org"}), http.StatusCreated, &eu)
+	ch, eu := webChannelAndUser(t, c, token, "Axel Reader", "axel")
 	var tk ticket
 	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Tickets", token,
 		map[string]any{"subject": "Screen reader " + randid.Hex(3), "channelID": ch.ChannelID, "endUserID": eu.EndUserID}), http.StatusCreated, &tk)

@@ -205,15 +205,7 @@ func TestAgentWorkflow(t *testing.T) {
 	demo := stk.Demo
 	token := c.Login(demo.Email, demo.Password)
 
-	var ch struct {
-		ChannelID int64 `json:"channelID"`
-	}
-	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", token, map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
-	var eu struct {
-		EndUserID int64 `json:"endUserID"`
-	}
-	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", token,
-		map[string]any{"name": "Dana Customer", "email": "dana-" + randid.Hex(4) + "@example.org"}), http.StatusCreated, &eu)
+	ch, eu := webChannelAndUser(t, c, token, "Dana Customer", "dana")
 	newTicket := func(subject, message string) ticket {
 		t.Helper()
 		var tk ticket
@@ -428,4 +420,24 @@ func pageState(bctx context.Context, bl *browserLog) string {
 		h1: (document.querySelector('h1') || {}).textContent})`, &state))
 	requests, problems := bl.snapshot()
 	return fmt.Sprintf("page %s (%v)\nbrowser problems: %v\nrequests: %v", state, err, problems, requests)
+}
+
+type channelRef struct {
+	ChannelID int64 `json:"channelID"`
+}
+
+type endUserRef struct {
+	EndUserID int64 `json:"endUserID"`
+}
+
+// webChannelAndUser makes a web channel and an end user (name, with an
+// address of the mailbox prefix) through the API as token's account.
+func webChannelAndUser(t *testing.T, c *e2ekit.Client, token, name, prefix string) (channelRef, endUserRef) {
+	t.Helper()
+	var ch channelRef
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", token, map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
+	var eu endUserRef
+	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", token,
+		map[string]any{"name": name, "email": prefix + "-" + randid.Hex(4) + "@example.org"}), http.StatusCreated, &eu)
+	return ch, eu
 }

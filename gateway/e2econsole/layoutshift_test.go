@@ -40,15 +40,7 @@ func TestNoLayoutShift(t *testing.T) {
 	c := client(t)
 	demo := stk.Demo
 	token := c.Login(demo.Email, demo.Password)
-	var ch struct {
-		ChannelID int64 `json:"channelID"`
-	}
-	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/Channels", token, map[string]any{"name": "Web " + randid.Hex(3), "kind": "web"}), http.StatusCreated, &ch)
-	var eu struct {
-		EndUserID int64 `json:"endUserID"`
-	}
-	e2ekit.WantStatus(t, c.Do(http.MethodPost, "/api/EndUsers", token,
-		map[string]any{"name": "Stella Still", "email": "stella-" + randid.Hex(4) + "@example.org"}), http.StatusCreated, &eu)
+	ch, eu := webChannelAndUser(t, c, token, "Stella Still", "stella")
 	// A full first page (20 rows), the inbox the budget is about.
 	var tk ticket
 	for i := range 20 {
