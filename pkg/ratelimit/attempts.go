@@ -3,8 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,23 +33,10 @@ type Attempts struct {
 	// than the operation's own worst duration.
 	Pending time.Duration
 
-	// unrecorded are the ends that Redis did not take (it was down): the
-	// next Begin records them first, so that the attempts this process
-	// had under way when Redis went down neither keep counting nor lose
-	// their failures once it is back. Pending is the backstop for the
-	// ends of a process that died.
-	mu         sync.Mutex
-	unrecorded []ended
+	// unrecorded are the ends Redis did not take; the next Begin records
+	// them first.
+	unrecorded backlog
 }
-
-type ended struct {
-	at      Attempt
-	outcome string
-}
-
-// maxUnrecorded bounds the backlog of unrecorded ends; the oldest go
-// first (their attempts have expired by then).
-const maxUnrecorded = 1024
 
 // NewAttempts returns a limiter of limit failures per window whose keys
 // start with prefix; an attempt not ended counts for pending.
@@ -96,7 +81,7 @@ return {1, failures + pending + 1, 0}
 // false, nothing to end) with RetryAfter set. Count includes the attempts
 // under way.
 func (a *Attempts) Begin(ctx context.Context, key string) (Attempt, Result, error) {
-	if err := a.recordBacklog(ctx); err != nil {
+	if err := a.unrecorded.flush(ctx); err != nil {
 		return Attempt{}, Result{}, fmt.Errorf("ratelimit: begin: %w", err)
 	}
 	at := Attempt{key: key, id: randid.Hex(8)}
@@ -144,32 +129,11 @@ func (a *Attempts) end(ctx context.Context, at Attempt, outcome string) error {
 	if at.id == "" {
 		return nil // a refused attempt: nothing was begun
 	}
-	if err := a.record(ctx, ended{at, outcome}); err != nil {
-		a.mu.Lock()
-		a.unrecorded = append(a.unrecorded, ended{at, outcome})
-		if n := len(a.unrecorded); n > maxUnrecorded {
-			a.unrecorded = slices.Delete(a.unrecorded, 0, n-maxUnrecorded)
-		}
-		a.mu.Unlock()
+	err := a.unrecorded.run(ctx, func(ctx context.Context) error {
+		return endScript.Run(ctx, a.rdb, a.keys(at.key), at.id, outcome, a.Window.Milliseconds()).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("ratelimit: end attempt (recorded by the next one): %w", err)
-	}
-	return nil
-}
-
-func (a *Attempts) record(ctx context.Context, e ended) error {
-	return endScript.Run(ctx, a.rdb, a.keys(e.at.key), e.at.id, e.outcome, a.Window.Milliseconds()).Err()
-}
-
-// recordBacklog records the unrecorded ends, oldest first. Begins wait
-// for it, so none of them counts an attempt that has ended.
-func (a *Attempts) recordBacklog(ctx context.Context) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for len(a.unrecorded) > 0 {
-		if err := a.record(ctx, a.unrecorded[0]); err != nil {
-			return err
-		}
-		a.unrecorded = a.unrecorded[1:]
 	}
 	return nil
 }

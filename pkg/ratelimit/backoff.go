@@ -25,6 +25,11 @@ type Backoff struct {
 	After    int
 	Min, Max time.Duration
 	Window   time.Duration
+
+	// unrecorded are the Undos and Clears Redis did not take: the next
+	// Begin records them first, so attempts that were under way when
+	// Redis went down do not slow the key down once it is back.
+	unrecorded backlog
 }
 
 // NewBackoff returns a backoff whose keys start with prefix.
@@ -60,6 +65,9 @@ return {1, tries}
 // Begin counts an attempt on key at now, or refuses it (Allowed false)
 // with the wait until the key's next attempt.
 func (b *Backoff) Begin(ctx context.Context, key string, now time.Time) (Result, error) {
+	if err := b.unrecorded.flush(ctx); err != nil {
+		return Result{}, fmt.Errorf("ratelimit: backoff: %w", err)
+	}
 	v, err := backoffScript.Run(ctx, b.rdb, []string{b.prefix + key}, now.UnixMilli(), b.After,
 		b.Min.Milliseconds(), b.Max.Milliseconds(), b.Window.Milliseconds()).Int64Slice()
 	if err != nil {
@@ -79,18 +87,26 @@ return 1
 `)
 
 // Undo takes back an attempt that could not be decided (the database was
-// down), so an outage does not slow the key down.
+// down), so an outage does not slow the key down. When Redis does not
+// take it, the next Begin records it.
 func (b *Backoff) Undo(ctx context.Context, key string) error {
-	if err := undoScript.Run(ctx, b.rdb, []string{b.prefix + key}).Err(); err != nil {
-		return fmt.Errorf("ratelimit: backoff undo: %w", err)
+	err := b.unrecorded.run(ctx, func(ctx context.Context) error {
+		return undoScript.Run(ctx, b.rdb, []string{b.prefix + key}).Err()
+	})
+	if err != nil {
+		return fmt.Errorf("ratelimit: backoff undo (recorded by the next begin): %w", err)
 	}
 	return nil
 }
 
-// Clear forgets the key's attempts (the right password).
+// Clear forgets the key's attempts (the right password). When Redis does
+// not take it, the next Begin records it.
 func (b *Backoff) Clear(ctx context.Context, key string) error {
-	if err := b.rdb.Del(ctx, b.prefix+key).Err(); err != nil {
-		return fmt.Errorf("ratelimit: backoff clear: %w", err)
+	err := b.unrecorded.run(ctx, func(ctx context.Context) error {
+		return b.rdb.Del(ctx, b.prefix+key).Err()
+	})
+	if err != nil {
+		return fmt.Errorf("ratelimit: backoff clear (recorded by the next begin): %w", err)
 	}
 	return nil
 }
