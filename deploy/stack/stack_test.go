@@ -71,7 +71,7 @@ func TestRenderGatewayConfig(t *testing.T) {
 	if s.AccessLog.Format != "json" {
 		t.Errorf("access log format %q", s.AccessLog.Format)
 	}
-	// Go's pprof (api.debug) only for make bench -traefik-profile.
+	// Go's pprof (api.debug) only for make bench -profile.
 	if apiDebug(t, static) {
 		t.Errorf("api.debug on by default:\n%s", static)
 	}
@@ -202,7 +202,7 @@ func TestStartWithoutServices(t *testing.T) {
 		Services:    []string{},
 		ExtraRoutes: []Route{{Name: "static", Rule: "PathRegexp(`" + PrefixRegexp("/api/Static") + "`)", URL: upstream.URL}},
 		Log:         testLog(t),
-		// make bench -traefik-profile: Traefik's pprof on the loopback
+		// make bench -profile: Traefik's pprof on the loopback
 		// API entrypoint, never on the public ones.
 		GatewayDebug: true,
 	})

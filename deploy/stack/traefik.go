@@ -178,7 +178,7 @@ type GatewayConfig struct {
 	// OTLP/HTTP traces URL (http://collector:4318/v1/traces).
 	TracingEndpoint string
 	// Debug serves Go's /debug/pprof on the loopback API entrypoint
-	// (api.debug; make bench -traefik-profile only, never in compose).
+	// (api.debug; make bench -profile only, never in compose).
 	Debug bool
 	// HealthCheck is used for the services of replicated routes (zero:
 	// DefaultHealthCheck). A lone server is not health-checked: it answers

@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	verbose := fs.Bool("v", false, "print the stack's logs")
 	logLevel := fs.String("log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
 	natsNodes := fs.Int("nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
-	profileDir := fs.String("traefik-profile", "", "directory: write Traefik's CPU profile of each measured case there (<case>.pprof; go tool pprof)")
+	profileDir := fs.String("profile", "", "directory: write the CPU profile of each measured case's Traefik and services there (<case>.<process>.pprof; go tool pprof)")
 	sizes := fs.String("scale-sizes", "10000,100000,1000000", "tickets-scale: the customer's ticket counts, increasing")
 	fs.IntVar(&scaleRequests, "scale-requests", scaleRequests, "tickets-scale: measured requests per operation and size")
 	fs.IntVar(&scaleWorkers, "scale-c", scaleWorkers, "tickets-scale: concurrent workers")
@@ -104,6 +104,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *verbose {
 		logw = os.Stderr
 	}
+	// With -profile every service serves its pprof on a loopback port of
+	// its own (DEBUG_ADDR).
+	debugAddrs := map[string]string{}
+	if *profileDir != "" {
+		if debugAddrs, err = loopbackAddrs(built); err != nil {
+			return err
+		}
+	}
 	st, err := stack.StartLoad(ctx, stack.LoadOptions{
 		Name:     "bench",
 		RepoRoot: root,
@@ -115,8 +123,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}},
 		Log:      logw,
 		LogLevel: *logLevel,
-		// live-fanout holds 10,000 streams of the bench customer.
-		Env:          map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}},
+		Env:          benchEnvVars(built, debugAddrs),
 		NATSNodes:    *natsNodes,
 		GatewayDebug: *profileDir != "",
 	})
@@ -227,7 +234,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if *profileDir != "" {
 			profiled = make(chan error, 1)
 			go func() {
-				profiled <- profileTraefik(ctx, st.Gateway.APIURL, *warmup, *duration, filepath.Join(*profileDir, c.Name+".pprof"))
+				profiled <- profileCase(ctx, c, st.Gateway.APIURL, debugAddrs, *warmup, *duration, *profileDir)
 			}()
 		}
 		before := cpuTimes(st.PIDs())
@@ -247,7 +254,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%-18s CPU per request: %s\n", "", cpuPerRequest(before, cpuTimes(st.PIDs()), res))
 		if profiled != nil {
 			if err := <-profiled; err != nil {
-				failures = append(failures, fmt.Sprintf("case %s: traefik profile: %v", c.Name, err))
+				failures = append(failures, fmt.Sprintf("case %s: profile: %v", c.Name, err))
 			}
 		}
 		if res.FirstError != "" {
@@ -346,16 +353,68 @@ func selectCases(all []*benchCase, list string) ([]*benchCase, error) {
 	return out, nil
 }
 
-// profileTraefik waits out the warm-up and writes Traefik's CPU profile of
-// the measured duration (its /debug/pprof, served with api.debug) to file.
-func profileTraefik(ctx context.Context, apiURL string, warmup, duration time.Duration, file string) error {
+// benchEnvVars are the services' extra variables: live holds the
+// live-fanout case's 10,000 streams of the bench customer, and with
+// -profile each service gets its DEBUG_ADDR.
+func benchEnvVars(built []string, debugAddrs map[string]string) map[string][]string {
+	env := map[string][]string{"live": {"LIVE_MAX_STREAMS_PER_CUSTOMER=20000"}}
+	for _, name := range built {
+		if a, ok := debugAddrs[name]; ok {
+			env[name] = append(env[name], "DEBUG_ADDR="+a)
+		}
+	}
+	return env
+}
+
+// loopbackAddrs picks a free loopback address for each service.
+func loopbackAddrs(services []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, name := range services {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		out[name] = ln.Addr().String()
+		if err := ln.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// profileCase writes the CPU profiles of the measured duration of case c
+// to dir: Traefik's (its /debug/pprof, served with api.debug) and each
+// needed service's (DEBUG_ADDR), as <case>.<process>.pprof.
+func profileCase(ctx context.Context, c *benchCase, traefikAPI string, debugAddrs map[string]string, warmup, duration time.Duration, dir string) error {
 	select {
 	case <-time.After(warmup):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	targets := map[string]string{"traefik": traefikAPI}
+	for _, name := range c.Needs {
+		if a, ok := debugAddrs[name]; ok {
+			targets[name] = "http://" + a
+		}
+	}
+	errs := make(chan error, len(targets))
+	for name, base := range targets {
+		go func() {
+			errs <- profileURL(ctx, base, duration, filepath.Join(dir, c.Name+"."+name+".pprof"))
+		}()
+	}
+	var all []error
+	for range targets {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// profileURL writes the CPU profile of duration from base's /debug/pprof
+// to file.
+func profileURL(ctx context.Context, base string, duration time.Duration, file string) error {
 	seconds := max(1, int(duration/time.Second))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", apiURL, seconds), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, seconds), nil)
 	if err != nil {
 		return err
 	}
