@@ -180,3 +180,34 @@ func TestBuildTagsLeaveMessagePackOut(t *testing.T) {
 		t.Fatalf("with -tags %s a service still links %s", BuildTags, codec)
 	}
 }
+
+// TestBuildMatchesTheImages: Build compiles the service binaries as their
+// images do (the Dockerfile template's go build), so that make bench
+// measures the binaries that are shipped.
+func TestBuildMatchesTheImages(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash(dockerfileTemplate)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if strings.Contains(l, "go build") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("no go build in the Dockerfile template")
+	}
+	want := append(append([]string{}, BuildEnv...), BuildFlags...)
+	for i, w := range want {
+		if k, v, ok := strings.Cut(w, "="); ok && strings.HasPrefix(k, "-ldflags") {
+			want[i] = k + `="` + v + `"`
+		}
+	}
+	want = append(want, "-tags {{.Tags}}")
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("the Dockerfile template's go build lacks %s: %s", w, strings.TrimSpace(line))
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,6 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -32,8 +31,10 @@ import (
 // Config is the tracing configuration, read with the rest of a binary's
 // configuration (pkg/config). The variables and their meaning are the
 // OpenTelemetry SDK's; the SDK's other variables (OTEL_BSP_*,
-// OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_SPAN_*_LIMIT, ...) are read by the SDK
-// itself from the process environment.
+// OTEL_SPAN_*_LIMIT, ...) are read by the SDK itself from the process
+// environment, and the exporter's (OTEL_EXPORTER_OTLP_TIMEOUT,
+// _COMPRESSION, _CERTIFICATE, ...) by the exporter (otlp.go), as the SDK's
+// exporters did.
 type Config struct {
 	Endpoint           string `env:"OTEL_EXPORTER_OTLP_ENDPOINT" default:"" desc:"OTLP collector URL (http/protobuf: http://collector:4318, traces go to its /v1/traces; grpc: http://collector:4317); empty = spans are not exported (trace context is still propagated)"`
 	TracesEndpoint     string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" default:"" desc:"full URL for traces; overrides OTEL_EXPORTER_OTLP_ENDPOINT"`
@@ -209,23 +210,11 @@ func endpoint(cfg Config, protocol string) (string, error) {
 	return u.String(), nil
 }
 
-func (p parsed) exporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	var exp sdktrace.SpanExporter
-	var err error
-	switch p.protocol {
-	case ProtocolGRPC:
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(p.endpoint)}
-		if len(p.headers) > 0 {
-			opts = append(opts, otlptracegrpc.WithHeaders(p.headers))
-		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
-	default:
-		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(p.endpoint)}
-		if len(p.headers) > 0 {
-			opts = append(opts, otlptracehttp.WithHeaders(p.headers))
-		}
-		exp, err = otlptracehttp.New(ctx, opts...)
-	}
+// exporter is the in-repo OTLP exporter (otlp.go); the SDK's other
+// OTEL_EXPORTER_OTLP_* variables come from the process environment, as the
+// SDK's exporters read them.
+func (p parsed) exporter(context.Context) (sdktrace.SpanExporter, error) {
+	exp, err := newExporter(p.protocol, p.endpoint, p.headers, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: exporter: %w", err)
 	}

@@ -1,10 +1,9 @@
 package mail
 
 import (
-	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/template"
 )
 
 // Kinds of mail auth sends.
@@ -19,8 +18,8 @@ const DefaultLanguage = "en"
 
 type texts struct{ subject, body string }
 
-// templates by language and kind. Bodies are text/template over
-// templateData; they end without a trailing newline.
+// templates by language and kind. Bodies hold {{.Field}} placeholders of
+// templateData (fill); they end without a trailing newline.
 var templates = map[string]map[string]texts{
 	"en": {
 		KindPasswordReset: {"Reset your password",
@@ -122,6 +121,42 @@ type templateData struct {
 	Minutes                 int
 }
 
+// fill replaces each {{.Field}} of body with that field of d; another
+// placeholder is an error. (Not text/template: its Execute calls methods by
+// name through reflect, which makes the linker keep every exported method
+// of every type in the binary: 13 MB more for auth, and 5 MB more idle
+// RSS.)
+func (d templateData) fill(body string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(body, "{{")
+		if i < 0 {
+			b.WriteString(body)
+			return b.String(), nil
+		}
+		b.WriteString(body[:i])
+		j := strings.Index(body[i:], "}}")
+		if j < 0 {
+			return "", fmt.Errorf("mail: unclosed placeholder in %q", body[i:])
+		}
+		switch field := strings.TrimSpace(body[i+2 : i+j]); field {
+		case ".Name":
+			b.WriteString(d.Name)
+		case ".Email":
+			b.WriteString(d.Email)
+		case ".Link":
+			b.WriteString(d.Link)
+		case ".When":
+			b.WriteString(d.When)
+		case ".Minutes":
+			b.WriteString(strconv.Itoa(d.Minutes))
+		default:
+			return "", fmt.Errorf("mail: unknown placeholder {{%s}}", field)
+		}
+		body = body[i+j+2:]
+	}
+}
+
 // render returns the subject and the plain-text body of a mail.
 func render(q Queued) (subject, body string, err error) {
 	lang := Language(q.Language)
@@ -138,13 +173,9 @@ func render(q Queued) (subject, body string, err error) {
 	if !q.ExpiresAt.IsZero() {
 		d.Minutes = int(q.ExpiresAt.Sub(q.CreatedAt).Round(minute) / minute)
 	}
-	tmpl, err := template.New(lang + "/" + q.Kind).Option("missingkey=error").Parse(t.body)
+	body, err = d.fill(t.body)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("mail: template %s/%s: %w", lang, q.Kind, err)
 	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, d); err != nil {
-		return "", "", err
-	}
-	return t.subject, b.String(), nil
+	return t.subject, body, nil
 }

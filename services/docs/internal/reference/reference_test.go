@@ -329,3 +329,16 @@ func TestMissingAssetsFailAtStart(t *testing.T) {
 		t.Fatalf("New without the bundle: %v", err)
 	}
 }
+
+// fill escapes values and refuses a placeholder it has no value for.
+func TestFill(t *testing.T) {
+	got, err := fill(`<a href="{{.URL}}">{{ .Text }}</a>`, map[string]string{"URL": "/a?b=1&c=2", "Text": "<x>"})
+	if err != nil || got != `<a href="/a?b=1&amp;c=2">&lt;x&gt;</a>` {
+		t.Errorf("got %q, %v", got, err)
+	}
+	for _, bad := range []string{"{{.Missing}}", "{{.URL", "{{URL}}"} {
+		if _, err := fill(bad, map[string]string{"URL": "/"}); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

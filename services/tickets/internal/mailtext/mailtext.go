@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/microcosm-cc/bluemonday"
 )
@@ -17,20 +18,6 @@ import (
 // trimmed line (and against a line joined with the next one, for clients
 // that wrap a long attribution such as Gmail's).
 var (
-	// attribution: "On <date>, <name> wrote:" and its translations.
-	attribution = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)^on\b.{4,300}\bwrote\s*:$`),                                // en
-		regexp.MustCompile(`(?i)^am\b.{4,300}\bschrieb\b.{0,300}:$`),                       // de
-		regexp.MustCompile(`(?i)^le\b.{4,300}\ba écrit\s*:$`),                              // fr
-		regexp.MustCompile(`(?i)^el\b.{4,300}\bescribió\s*:$`),                             // es
-		regexp.MustCompile(`(?i)^op\b.{4,300}\bschreef\b.{0,300}:$`),                       // nl
-		regexp.MustCompile(`(?i)^(em|no dia)\b.{4,300}\bescreveu\s*:$`),                    // pt
-		regexp.MustCompile(`(?i)^il (giorno )?.{4,300}\bha scritto\s*:$`),                  // it
-		regexp.MustCompile(`(?i)^.{1,200}[<@].{0,200}\b(wrote|schrieb|a écrit)\s*:$`),      // "Jane Doe <jane@x> wrote:"
-		regexp.MustCompile(`(?i)^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}.{0,200}<[^>]+@[^>]+>\s*:$`), // "2024-03-01 10:00 GMT+01:00 Jane <jane@x>:"
-	}
-	// lead are the attributions anchored at their first word.
-	lead = attribution[:7]
 	// forwarded: a forwarded mail is the content the writer sends, not a
 	// history; nothing after this line is cut.
 	forwarded = regexp.MustCompile(`(?i)^-{2,}\s*(forwarded message|weitergeleitete nachricht|message transféré|mensaje reenviado|doorgestuurd bericht|messaggio inoltrato|mensagem encaminhada)\s*-{2,}$`)
@@ -61,6 +48,26 @@ var (
 	// (Outlook's " ------------------------------" in a text made from HTML).
 	rule = regexp.MustCompile(`^[-_]{5,}$`)
 )
+
+// attributions are the attributions, "On <date>, <name> wrote:" and its
+// translations; lead, those anchored at their first word. They are
+// compiled on first use, not at start: their bounded repetitions
+// (.{4,300}) compile to 1.2 MB of heap that a process which never reads a
+// mail (assistant, most of tickets' life) would keep for nothing.
+var attributions = sync.OnceValues(func() (all, lead []*regexp.Regexp) {
+	all = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)^on\b.{4,300}\bwrote\s*:$`),                                // en
+		regexp.MustCompile(`(?i)^am\b.{4,300}\bschrieb\b.{0,300}:$`),                       // de
+		regexp.MustCompile(`(?i)^le\b.{4,300}\ba écrit\s*:$`),                              // fr
+		regexp.MustCompile(`(?i)^el\b.{4,300}\bescribió\s*:$`),                             // es
+		regexp.MustCompile(`(?i)^op\b.{4,300}\bschreef\b.{0,300}:$`),                       // nl
+		regexp.MustCompile(`(?i)^(em|no dia)\b.{4,300}\bescreveu\s*:$`),                    // pt
+		regexp.MustCompile(`(?i)^il (giorno )?.{4,300}\bha scritto\s*:$`),                  // it
+		regexp.MustCompile(`(?i)^.{1,200}[<@].{0,200}\b(wrote|schrieb|a écrit)\s*:$`),      // "Jane Doe <jane@x> wrote:"
+		regexp.MustCompile(`(?i)^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}.{0,200}<[^>]+@[^>]+>\s*:$`), // "2024-03-01 10:00 GMT+01:00 Jane <jane@x>:"
+	}
+	return all, all[:7]
+})
 
 // NewText returns the text a reply adds to the conversation: the text
 // before the first line that starts the quoted history (an "On <date>,
@@ -146,6 +153,7 @@ func historyStart(lines []string) int {
 // the next line is an attribution on its own, only one starting here
 // counts ("Thanks," above "On ... wrote:" is kept).
 func attributionLines(lines []string, i int) int {
+	attribution, lead := attributions()
 	l := strings.TrimSpace(lines[i])
 	if matchesAny(attribution, l) {
 		return 1
@@ -261,8 +269,9 @@ var dataImage = regexp.MustCompile(`^image/(gif|jpeg|png|webp);base64,[A-Za-z0-9
 // an image's source only https, cid or a data image (an http image, a web
 // bug on a plain connection, is emptied). Links get rel="nofollow
 // noopener" and open in a new tab. A bluemonday.Policy is safe for
-// concurrent use once built.
-var policy = func() *bluemonday.Policy {
+// concurrent use once built. Built on first use, as attributions are (its
+// regular expressions are 0.2 MB of heap).
+var policy = sync.OnceValue(func() *bluemonday.Policy {
 	p := bluemonday.UGCPolicy()
 	p.AllowURLSchemes("cid")
 	p.AllowURLSchemeWithCustomPolicy("data", func(u *url.URL) bool {
@@ -276,7 +285,7 @@ var policy = func() *bluemonday.Policy {
 	p.RequireNoFollowOnLinks(true)
 	p.AddTargetBlankToFullyQualifiedLinks(true)
 	return p
-}()
+})
 
 // SanitizeHTML returns the HTML body safe to embed in the agents' pages:
 // the policy's output without remote images (each replaced by its alt
@@ -285,7 +294,7 @@ func SanitizeHTML(body string) string {
 	if strings.TrimSpace(body) == "" {
 		return ""
 	}
-	return strings.TrimSpace(dropRemoteImages(policy.Sanitize(body)))
+	return strings.TrimSpace(dropRemoteImages(policy().Sanitize(body)))
 }
 
 var (
