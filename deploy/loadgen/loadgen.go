@@ -38,11 +38,15 @@ type Result struct {
 	Errors   int // failed or with another status, in the window
 	// Completed counts every request sent, warm-up included: the divisor
 	// for resources measured over the whole run.
-	Completed  int
-	Elapsed    time.Duration
-	RPS        float64 // successful requests per second
-	P50, P90   time.Duration
-	P99, Max   time.Duration
+	Completed int
+	Elapsed   time.Duration
+	RPS       float64 // successful requests per second
+	P50, P90  time.Duration
+	P99, Max  time.Duration
+	// BodyBytes is the sum of the body sizes of the Requests (the
+	// successful requests of the window): BodyBytes/Requests is the mean
+	// answer's size.
+	BodyBytes  int64
 	FirstError string
 }
 
@@ -80,6 +84,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	type workerResult struct {
 		latencies []time.Duration
+		bytes     int64
 		errors    int
 		completed int
 		firstErr  string
@@ -94,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				if !t0.Before(windowEnd) || ctx.Err() != nil {
 					return
 				}
-				err := do(ctx, cfg, windowEnd)
+				n, err := do(ctx, cfg, windowEnd)
 				t1 := time.Now()
 				res.completed++
 				// Only requests wholly inside the window count.
@@ -109,6 +114,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					continue
 				}
 				res.latencies = append(res.latencies, t1.Sub(t0))
+				res.bytes += n
 			}
 		})
 	}
@@ -122,6 +128,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, wr := range results {
 		all = append(all, wr.latencies...)
 		r.Errors += wr.errors
+		r.BodyBytes += wr.bytes
 		r.Completed += wr.completed
 		if r.FirstError == "" {
 			r.FirstError = wr.firstErr
@@ -163,32 +170,33 @@ func keepAliveClient(c *http.Client, workers int) *http.Client {
 	return &cc
 }
 
-// do sends one request and drains the body so the connection is reused.
-func do(ctx context.Context, cfg Config, deadline time.Time) error {
+// do sends one request and drains the body so the connection is reused;
+// it returns the body's size.
+func do(ctx context.Context, cfg Config, deadline time.Time) (int64, error) {
 	// A request still running well past the window is abandoned, so a
 	// stuck server cannot hold the run.
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(10*time.Second))
 	defer cancel()
 	if cfg.Call != nil {
-		return cfg.Call(ctx)
+		return 0, cfg.Call(ctx)
 	}
 	req, err := cfg.NewRequest(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	n, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return err
+		return n, err
 	}
 	if resp.StatusCode != cfg.ExpectStatus {
-		return fmt.Errorf("%s %s: status %d", req.Method, req.URL.Path, resp.StatusCode)
+		return n, fmt.Errorf("%s %s: status %d", req.Method, req.URL.Path, resp.StatusCode)
 	}
-	return nil
+	return n, nil
 }
 
 // percentile of sorted durations, nearest-rank.

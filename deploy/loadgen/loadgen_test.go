@@ -43,6 +43,10 @@ func TestRunMeasuresLatencyAndThroughput(t *testing.T) {
 	if res.Errors != 0 || res.Requests == 0 || res.Completed <= res.Requests {
 		t.Fatalf("result %+v", res)
 	}
+	// Every measured answer is "ok".
+	if res.BodyBytes != int64(2*res.Requests) {
+		t.Errorf("%d body bytes for %d answers of 2 bytes", res.BodyBytes, res.Requests)
+	}
 	if res.P50 < delay || res.P99 < res.P50 || res.Max < res.P99 {
 		t.Errorf("percentiles inconsistent with a %s handler: %+v", delay, res)
 	}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"supportplatform.dev/deploy/loadgen"
+)
+
+// The gateway's CPU per request depends on the request rate (at a lower
+// rate each request pays its own wake-ups and syscalls) and on the
+// answer's size (the body proxied, TLS records, HTTP/2 frames), not only on
+// what a route's middlewares do. So each API case's Traefik CPU is also
+// compared with the static route's at the same rate and answer size: after
+// the case, the static route is driven open loop at the case's measured
+// req/s with answers of the case's mean size, and both µs per request and
+// their ratio are printed (gatewayTarget is issue 26's bound).
+
+// staticPath is the baseline's route; with ?bytes=N its answer is N bytes.
+const staticPath = "/bench/static"
+
+// gatewayTarget: an API route's Traefik CPU per request is within this
+// factor of the static route's (issue 26).
+const gatewayTarget = 1.3
+
+// staticPad is the smallest answer staticAnswer makes.
+const staticPad = `{"pad":""}`
+
+// staticAnswer is a JSON object of exactly n bytes (staticPad's length at
+// least): staticBody when n is its size, else a padded string.
+func staticAnswer(n int) []byte {
+	if n == len(staticBody) {
+		return staticBody
+	}
+	n = max(n, len(staticPad))
+	b := make([]byte, 0, n)
+	b = append(b, `{"pad":"`...)
+	for len(b) < n-2 {
+		b = append(b, 'x')
+	}
+	return append(b, `"}`...)
+}
+
+// staticHandler answers staticBody, or with ?bytes=N a JSON answer of N
+// bytes (at most 16 MiB; each size made once). It declares the length, as
+// a handler that knows its answer does.
+func staticHandler() http.Handler {
+	var mu sync.Mutex
+	bodies := map[int][]byte{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := staticBody
+		if s := r.URL.Query().Get("bytes"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 || n > 16<<20 {
+				http.Error(w, "bytes: a size up to 16 MiB", http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			if bodies[n] == nil {
+				bodies[n] = staticAnswer(n)
+			}
+			body = bodies[n]
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	})
+}
+
+// pacing is what the static run copies of a measured API case: its
+// successful requests per second and its answers' mean size.
+type pacing struct {
+	Rate  float64
+	Bytes int
+}
+
+// pacingOf is the pacing of a measured case; false when it had no
+// successful request (nothing to copy).
+func pacingOf(r loadgen.Result) (pacing, bool) {
+	if r.Requests == 0 || r.RPS <= 0 {
+		return pacing{}, false
+	}
+	return pacing{Rate: r.RPS, Bytes: int((r.BodyBytes + int64(r.Requests)/2) / int64(r.Requests))}, true
+}
+
+// path is the static route's URL path for answers of p.Bytes.
+func (p pacing) path() string { return staticPath + "?bytes=" + strconv.Itoa(p.Bytes) }
+
+// runPacedStatic drives the static route open loop at p.Rate for
+// warmup+duration with answers of p.Bytes; CPU is read over the whole run,
+// as for the closed-loop cases (whose warm-up counts too).
+func runPacedStatic(ctx context.Context, client *http.Client, baseURL string, p pacing, warmup, duration time.Duration) (loadgen.OpenResult, error) {
+	url := baseURL + p.path()
+	return loadgen.RunOpen(ctx, loadgen.OpenConfig{
+		Rate:     p.Rate,
+		Duration: warmup + duration,
+		Call: func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK || n != int64(p.Bytes) {
+				return &loadgen.StatusError{Method: req.Method, Path: p.path(), Status: resp.StatusCode}
+			}
+			return nil
+		},
+	})
+}
+
+// pacedRun is what the paced static runs need of the bench.
+type pacedRun struct {
+	stdout           io.Writer
+	client           *http.Client
+	baseURL          string
+	traefikAPI       string // Traefik's API entrypoint (pprof with -profile)
+	pids             func() map[string]int
+	warmup, duration time.Duration
+	profileDir       string
+}
+
+// gatewayRow is one API case's Traefik CPU per request beside the static
+// route's; zero figures were not measured.
+type gatewayRow struct {
+	Case                           string
+	Pacing                         pacing
+	API, StaticClosed, StaticPaced time.Duration
+}
+
+// pacedStatic measures the static route at the API case's rate and answer
+// size and prints the comparison; with a profile directory, Traefik's
+// profile of the run is <case>.static-paced.traefik.pprof. An error is
+// a failed run (more than 1% of its requests failed).
+func pacedStatic(ctx context.Context, r pacedRun, name string, p pacing, apiCPU, closedCPU time.Duration) (gatewayRow, error) {
+	row := gatewayRow{Case: name, Pacing: p, API: apiCPU, StaticClosed: closedCPU}
+	var profiled chan error
+	if r.profileDir != "" {
+		profiled = make(chan error, 1)
+		go func() {
+			select {
+			case <-time.After(r.warmup):
+			case <-ctx.Done():
+				profiled <- ctx.Err()
+				return
+			}
+			profiled <- profileURL(ctx, r.traefikAPI, r.duration, filepath.Join(r.profileDir, name+".static-paced.traefik.pprof"))
+		}()
+	}
+	before := cpuTimes(r.pids())
+	res, err := runPacedStatic(ctx, r.client, r.baseURL, p, r.warmup, r.duration)
+	after := cpuTimes(r.pids())
+	if profiled != nil {
+		if perr := <-profiled; err == nil && perr != nil {
+			err = fmt.Errorf("profile: %w", perr)
+		}
+	}
+	if err != nil {
+		return row, err
+	}
+	fmt.Fprintf(r.stdout, "%-18s static paced: %s (open loop at %.0f req/s, %d-byte answers)\n", "", res.Result, p.Rate, p.Bytes)
+	if res.Completed > 0 {
+		row.StaticPaced = perRequest(before, after, "traefik", res.Completed)
+	}
+	fmt.Fprintf(r.stdout, "%-18s gateway CPU: %s\n", "", gatewayLine(row.API, row.StaticClosed, row.StaticPaced, p))
+	if res.FirstError != "" {
+		fmt.Fprintf(r.stdout, "%-18s static paced first error: %s\n", "", res.FirstError)
+	}
+	if total := res.Requests + res.Errors; total == 0 || res.Errors*100 > total {
+		return row, fmt.Errorf("%d ok, %d errors (%v), first: %s", res.Requests, res.Errors, res.ErrorsByKind, res.FirstError)
+	}
+	return row, nil
+}
+
+// printGateway is the table of the API cases' Traefik CPU per request.
+func printGateway(w io.Writer, rows []gatewayRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nTraefik CPU per request (µs): each case, the static route closed loop (the baseline), and the static route open loop at the case's req/s and answer size\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "case\treq/s\tanswer bytes\ttraefik\tstatic\tratio\tstatic paced\tratio\twithin %.1fx\t\n", gatewayTarget)
+	for _, r := range rows {
+		closed, closedRatio, paced, pacedRatio, verdict := "-", "-", "-", "-", "-"
+		if r.StaticClosed > 0 {
+			closed, closedRatio = strconv.FormatInt(r.StaticClosed.Microseconds(), 10), fmt.Sprintf("%.2f", ratio(r.API, r.StaticClosed))
+		}
+		if r.StaticPaced > 0 {
+			paced, pacedRatio = strconv.FormatInt(r.StaticPaced.Microseconds(), 10), fmt.Sprintf("%.2f", ratio(r.API, r.StaticPaced))
+			verdict = "yes"
+			if ratio(r.API, r.StaticPaced) > gatewayTarget {
+				verdict = "no"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Case, r.Pacing.Rate, r.Pacing.Bytes, r.API.Microseconds(),
+			closed, closedRatio, paced, pacedRatio, verdict)
+	}
+	return tw.Flush()
+}
+
+// perRequest is a process's CPU between two readings per request.
+func perRequest(before, after map[string]time.Duration, name string, requests int) time.Duration {
+	if requests <= 0 {
+		return 0
+	}
+	return (after[name] - before[name]) / time.Duration(requests)
+}
+
+// gatewayLine compares a case's Traefik CPU per request with the static
+// route's, closed loop (the baseline case) and paced at the case's rate
+// and size; a zero figure was not measured.
+func gatewayLine(apiCPU, closedCPU, pacedCPU time.Duration, p pacing) string {
+	s := fmt.Sprintf("traefik %dµs", apiCPU.Microseconds())
+	if closedCPU > 0 {
+		s += fmt.Sprintf("; static closed loop %dµs (%.2fx)", closedCPU.Microseconds(), ratio(apiCPU, closedCPU))
+	}
+	if pacedCPU <= 0 {
+		return s + "; static at the same rate and size: not measured"
+	}
+	r := ratio(apiCPU, pacedCPU)
+	verdict := "holds"
+	if r > gatewayTarget {
+		verdict = "missed"
+	}
+	return s + fmt.Sprintf("; static at %.0f req/s, %d-byte answers %dµs (%.2fx): %.1fx at equal rate and size %s",
+		p.Rate, p.Bytes, pacedCPU.Microseconds(), r, gatewayTarget, verdict)
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"supportplatform.dev/deploy/loadgen"
+)
+
+// The static answer has exactly the asked size and is JSON, whatever the size.
+func TestStaticAnswerSizes(t *testing.T) {
+	if got := staticAnswer(len(staticBody)); string(got) != string(staticBody) {
+		t.Errorf("the baseline's own size: %s", got)
+	}
+	for _, n := range []int{len(staticPad), 11, 100, 4096, 9_873, 100_000} {
+		b := staticAnswer(n)
+		if len(b) != n || !json.Valid(b) {
+			t.Errorf("staticAnswer(%d): %d bytes, valid JSON %v", n, len(b), json.Valid(b))
+		}
+	}
+	for _, n := range []int{-1, 0, 5} {
+		if b := staticAnswer(n); string(b) != staticPad {
+			t.Errorf("staticAnswer(%d) = %s, want the smallest %s", n, b, staticPad)
+		}
+	}
+}
+
+// The static route answers the asked size with its length declared (as a
+// handler that knows its answer does), the baseline body without a size.
+func TestStaticHandler(t *testing.T) {
+	srv := httptest.NewServer(staticHandler())
+	defer srv.Close()
+	for q, want := range map[string]int{"": len(staticBody), "?bytes=12345": 12345, "?bytes=12345&x=1": 12345, "?bytes=10": 10} {
+		resp, err := srv.Client().Get(srv.URL + staticPath + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body) != want || resp.ContentLength != int64(want) ||
+			resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%q: %d, %d bytes, Content-Length %d, %s; want %d bytes", q, resp.StatusCode, len(body), resp.ContentLength,
+				resp.Header.Get("Content-Type"), want)
+		}
+	}
+	for _, q := range []string{"?bytes=x", "?bytes=-1", "?bytes=" + strconv.Itoa(17<<20)} {
+		resp, err := srv.Client().Get(srv.URL + staticPath + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%q: %d, want 400", q, resp.StatusCode)
+		}
+	}
+}
+
+// The paced run copies the case's successful req/s and mean answer size.
+func TestPacingOf(t *testing.T) {
+	p, ok := pacingOf(loadgen.Result{Requests: 3, RPS: 849.4, BodyBytes: 3*9800 + 2})
+	if !ok || p.Rate != 849.4 || p.Bytes != 9801 || p.path() != "/bench/static?bytes=9801" {
+		t.Errorf("pacing %+v %v, path %s", p, ok, p.path())
+	}
+	if _, ok := pacingOf(loadgen.Result{Errors: 10}); ok {
+		t.Error("a case without a successful request has nothing to copy")
+	}
+}
+
+func TestGatewayLine(t *testing.T) {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	p := pacing{Rate: 849.6, Bytes: 9800}
+	for _, tc := range []struct {
+		api, closed, paced time.Duration
+		want               []string
+	}{
+		{us(409), us(211), us(350), []string{"traefik 409µs", "static closed loop 211µs (1.94x)", "static at 850 req/s, 9800-byte answers 350µs (1.17x)", "1.3x at equal rate and size holds"}},
+		{us(409), us(211), us(300), []string{"(1.36x)", "missed"}},
+		{us(390), us(300), us(300), []string{"(1.30x): 1.3x at equal rate and size holds"}},
+		{us(409), 0, 0, []string{"traefik 409µs; static at the same rate and size: not measured"}},
+	} {
+		got := gatewayLine(tc.api, tc.closed, tc.paced, p)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("gatewayLine(%s, %s, %s) = %q, want %q in it", tc.api, tc.closed, tc.paced, got, w)
+			}
+		}
+	}
+}
+
+// The paced run sends the case's rate, open loop, and fails answers of
+// another size.
+func TestRunPacedStatic(t *testing.T) {
+	srv := httptest.NewServer(staticHandler())
+	defer srv.Close()
+	res, err := runPacedStatic(t.Context(), srv.Client(), srv.URL, pacing{Rate: 200, Bytes: 5000}, 100*time.Millisecond, 400*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Started < 90 || res.Started > 101 || res.Requests != res.Started {
+		t.Errorf("200 req/s for 500 ms: %+v", res)
+	}
+	wrong := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	defer wrong.Close()
+	res, err = runPacedStatic(t.Context(), wrong.Client(), wrong.URL, pacing{Rate: 100, Bytes: 5000}, 0, 100*time.Millisecond)
+	if err != nil || res.Errors == 0 || res.Requests != 0 {
+		t.Errorf("answers of 2 bytes for 5000 counted ok: %+v %v", res, err)
+	}
+}
+
+func TestPrintGateway(t *testing.T) {
+	var b strings.Builder
+	rows := []gatewayRow{
+		{Case: "customers-me", Pacing: pacing{Rate: 2500, Bytes: 180}, API: 260 * time.Microsecond, StaticClosed: 211 * time.Microsecond, StaticPaced: 240 * time.Microsecond},
+		{Case: "tickets-list", Pacing: pacing{Rate: 850, Bytes: 9800}, API: 409 * time.Microsecond, StaticClosed: 211 * time.Microsecond, StaticPaced: 300 * time.Microsecond},
+	}
+	if err := printGateway(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, w := range []string{"customers-me  2500  180  260  211  1.23  240  1.08  yes", "tickets-list   850  9800  409  211  1.94  300  1.36  no"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), "  "), strings.Join(strings.Fields(w), "  ")) {
+			t.Errorf("table:\n%s\nwant a row %q", out, w)
+		}
+	}
+	b.Reset()
+	if err := printGateway(&b, nil); err != nil || b.Len() != 0 {
+		t.Errorf("no API case: %q", b.String())
+	}
+}
