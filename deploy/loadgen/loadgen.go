@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,14 @@ type Config struct {
 	// ExpectStatus is the status a successful response has (default 200);
 	// any other status counts as an error.
 	ExpectStatus int
+	// Rate, when positive, paces the run: the n-th request (counted from
+	// 0 over the warm-up and the window, all workers together) starts no
+	// earlier than n/Rate seconds after the start. As long as the workers
+	// keep up, requests start at Rate a second whatever the latency (open
+	// loop); a late worker starts its request at once; and never more than
+	// Concurrency requests are in flight, so a server falling behind meets
+	// a closed loop instead of an ever-growing queue (and new connections).
+	Rate float64
 }
 
 // Result is the outcome of a measurement window.
@@ -90,11 +99,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		firstErr  string
 	}
 	results := make([]workerResult, cfg.Concurrency)
+	var turns atomic.Int64 // paced runs: the next request's number
+	var interval time.Duration
+	if cfg.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / cfg.Rate)
+	}
 	var wg sync.WaitGroup
 	for w := range cfg.Concurrency {
 		wg.Go(func() {
 			res := &results[w]
 			for {
+				if cfg.Rate > 0 && !waitTurn(ctx, start.Add(time.Duration(turns.Add(1)-1)*interval), windowEnd) {
+					return
+				}
 				t0 := time.Now()
 				if !t0.Before(windowEnd) || ctx.Err() != nil {
 					return
@@ -145,6 +162,25 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.Max = all[len(all)-1]
 	}
 	return r, nil
+}
+
+// waitTurn sleeps until due; false when due is not before end or ctx ends.
+func waitTurn(ctx context.Context, due, end time.Time) bool {
+	if !due.Before(end) {
+		return false
+	}
+	d := time.Until(due)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // keepAliveClient makes sure the client keeps an idle connection per

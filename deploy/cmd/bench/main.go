@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			staticCPU = traefikCPU
 		} else if p, ok := pacingOf(res); ok && c.Direct == nil {
 			row, err := pacedStatic(ctx, pacedRun{stdout: stdout, client: client, baseURL: st.HTTPSURL, traefikAPI: st.Gateway.APIURL,
-				pids: st.PIDs, warmup: *warmup, duration: *duration, profileDir: *profileDir}, c.Name, p, traefikCPU, staticCPU)
+				pids: st.PIDs, workers: w, warmup: *warmup, duration: *duration, profileDir: *profileDir}, c.Name, p, traefikCPU, staticCPU)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
