@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -31,16 +32,24 @@ const staticPath = "/bench/static"
 // factor of the static route's (issue 26).
 const gatewayTarget = 1.3
 
-// staticPad is the smallest answer staticAnswer makes.
+// staticPad is the smallest object staticAnswer makes.
 const staticPad = `{"pad":""}`
 
-// staticAnswer is a JSON object of exactly n bytes (staticPad's length at
-// least): staticBody when n is its size, else a padded string.
+// staticAnswer is a JSON answer of exactly n bytes: staticBody when n is
+// its size, an object with a padded string, or below staticPad's size a
+// string (an API answer such as detect-language's "fr"); 1 byte is 0, 0 or
+// less an empty body.
 func staticAnswer(n int) []byte {
-	if n == len(staticBody) {
+	switch {
+	case n == len(staticBody):
 		return staticBody
+	case n <= 0:
+		return []byte{}
+	case n == 1:
+		return []byte("0")
+	case n < len(staticPad):
+		return []byte(`"` + strings.Repeat("x", n-2) + `"`)
 	}
-	n = max(n, len(staticPad))
 	b := make([]byte, 0, n)
 	b = append(b, `{"pad":"`...)
 	for len(b) < n-2 {
@@ -119,8 +128,11 @@ func runPacedStatic(ctx context.Context, client *http.Client, baseURL string, p 
 			if err != nil {
 				return err
 			}
-			if resp.StatusCode != http.StatusOK || n != int64(p.Bytes) {
+			if resp.StatusCode != http.StatusOK {
 				return &loadgen.StatusError{Method: req.Method, Path: p.path(), Status: resp.StatusCode}
+			}
+			if n != int64(p.Bytes) {
+				return fmt.Errorf("GET %s: %d-byte answer", p.path(), n)
 			}
 			return nil
 		},

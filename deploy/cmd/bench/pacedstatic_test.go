@@ -18,15 +18,16 @@ func TestStaticAnswerSizes(t *testing.T) {
 	if got := staticAnswer(len(staticBody)); string(got) != string(staticBody) {
 		t.Errorf("the baseline's own size: %s", got)
 	}
-	for _, n := range []int{len(staticPad), 11, 100, 4096, 9_873, 100_000} {
+	// detect-language answers "fr" (4 bytes), translate-cached a short string.
+	for _, n := range []int{1, 2, 4, len(staticPad) - 1, len(staticPad), 11, 100, 4096, 9_873, 100_000} {
 		b := staticAnswer(n)
 		if len(b) != n || !json.Valid(b) {
-			t.Errorf("staticAnswer(%d): %d bytes, valid JSON %v", n, len(b), json.Valid(b))
+			t.Errorf("staticAnswer(%d) = %.20q: %d bytes, valid JSON %v", n, b, len(b), json.Valid(b))
 		}
 	}
-	for _, n := range []int{-1, 0, 5} {
-		if b := staticAnswer(n); string(b) != staticPad {
-			t.Errorf("staticAnswer(%d) = %s, want the smallest %s", n, b, staticPad)
+	for _, n := range []int{-1, 0} {
+		if b := staticAnswer(n); len(b) != 0 {
+			t.Errorf("staticAnswer(%d) = %q, want an empty body", n, b)
 		}
 	}
 }
@@ -36,7 +37,7 @@ func TestStaticAnswerSizes(t *testing.T) {
 func TestStaticHandler(t *testing.T) {
 	srv := httptest.NewServer(staticHandler())
 	defer srv.Close()
-	for q, want := range map[string]int{"": len(staticBody), "?bytes=12345": 12345, "?bytes=12345&x=1": 12345, "?bytes=10": 10} {
+	for q, want := range map[string]int{"": len(staticBody), "?bytes=12345": 12345, "?bytes=12345&x=1": 12345, "?bytes=10": 10, "?bytes=4": 4, "?bytes=0": 0} {
 		resp, err := srv.Client().Get(srv.URL + staticPath + q)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +108,7 @@ func TestRunPacedStatic(t *testing.T) {
 	wrong := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) }))
 	defer wrong.Close()
 	res, err = runPacedStatic(t.Context(), wrong.Client(), wrong.URL, pacing{Rate: 100, Bytes: 5000}, 4, 0, 100*time.Millisecond)
-	if err != nil || res.Errors == 0 || res.Requests != 0 {
+	if err != nil || res.Errors == 0 || res.Requests != 0 || !strings.Contains(res.FirstError, "2-byte answer") {
 		t.Errorf("answers of 2 bytes for 5000 counted ok: %+v %v", res, err)
 	}
 }
