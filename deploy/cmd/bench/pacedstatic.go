@@ -24,6 +24,14 @@ import (
 // loop (paced: loadgen.Config.Rate) with the case's workers as the bound on
 // requests in flight, with answers of the case's mean size, and both µs per
 // request and their ratio are printed (gatewayTarget is issue 26's bound).
+//
+// The paced static answers are fast, so that run has one or two requests
+// in flight where the case had its workers' worth, and shares fewer
+// wake-ups and syscalls between them. A third run makes the in-flight
+// count equal too: the static route again at the case's rate and size,
+// each answer held back for 90% of the case's mean latency (workers/rate,
+// Little's law), so that about as many requests (and backend
+// connections) are open at once as in the case.
 
 // staticPath is the baseline's route; with ?bytes=N its answer is N bytes.
 const staticPath = "/bench/static"
@@ -59,14 +67,30 @@ func staticAnswer(n int) []byte {
 }
 
 // staticHandler answers staticBody, or with ?bytes=N a JSON answer of N
-// bytes (at most 16 MiB; each size made once). It declares the length, as
-// a handler that knows its answer does.
+// bytes (at most 16 MiB; each size made once); with ?delayus=N it answers
+// after N µs (at most 10 s). It declares the length, as a handler that
+// knows its answer does.
 func staticHandler() http.Handler {
 	var mu sync.Mutex
 	bodies := map[int][]byte{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := staticBody
-		if s := r.URL.Query().Get("bytes"); s != "" {
+		q := r.URL.Query()
+		if s := q.Get("delayus"); s != "" {
+			us, err := strconv.Atoi(s)
+			if err != nil || us < 0 || us > 10_000_000 {
+				http.Error(w, "delayus: up to 10 s in µs", http.StatusBadRequest)
+				return
+			}
+			t := time.NewTimer(time.Duration(us) * time.Microsecond)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		if s := q.Get("bytes"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 || n > 16<<20 {
 				http.Error(w, "bytes: a size up to 16 MiB", http.StatusBadRequest)
@@ -86,10 +110,24 @@ func staticHandler() http.Handler {
 }
 
 // pacing is what the static run copies of a measured API case: its
-// successful requests per second and its answers' mean size.
+// successful requests per second and its answers' mean size; Delay, when
+// set, holds each static answer back (see inFlight).
 type pacing struct {
 	Rate  float64
 	Bytes int
+	Delay time.Duration
+}
+
+// inFlight is p with each answer held back for 90% of the case's mean
+// latency, workers/rate in a closed loop (Little's law), so that the
+// static run at p.Rate has about as many requests in flight as the case's
+// workers; the 10% left is for the gateway's own time, so that the pacing,
+// not the delay, sets the rate.
+func (p pacing) inFlight(workers int) pacing {
+	if p.Rate > 0 {
+		p.Delay = time.Duration(0.9 * float64(workers) / p.Rate * float64(time.Second)).Round(time.Microsecond)
+	}
+	return p
 }
 
 // pacingOf is the pacing of a measured case; false when it had no
@@ -101,8 +139,14 @@ func pacingOf(r loadgen.Result) (pacing, bool) {
 	return pacing{Rate: r.RPS, Bytes: int((r.BodyBytes + int64(r.Requests)/2) / int64(r.Requests))}, true
 }
 
-// path is the static route's URL path for answers of p.Bytes.
-func (p pacing) path() string { return staticPath + "?bytes=" + strconv.Itoa(p.Bytes) }
+// path is the static route's URL path for answers of p.Bytes after p.Delay.
+func (p pacing) path() string {
+	path := staticPath + "?bytes=" + strconv.Itoa(p.Bytes)
+	if p.Delay > 0 {
+		path += "&delayus=" + strconv.FormatInt(p.Delay.Microseconds(), 10)
+	}
+	return path
+}
 
 // runPacedStatic drives the static route at p.Rate for the warm-up and
 // the window, at most workers requests in flight, with answers of p.Bytes
@@ -154,17 +198,30 @@ type pacedRun struct {
 // gatewayRow is one API case's Traefik CPU per request beside the static
 // route's; zero figures were not measured.
 type gatewayRow struct {
-	Case                           string
-	Pacing                         pacing
-	API, StaticClosed, StaticPaced time.Duration
+	Case                                           string
+	Pacing                                         pacing
+	Workers                                        int
+	API, StaticClosed, StaticPaced, StaticInFlight time.Duration
 }
 
 // pacedStatic measures the static route at the API case's rate and answer
-// size and prints the comparison; with a profile directory, Traefik's
-// profile of the run is <case>.static-paced.traefik.pprof. An error is
-// a failed run (more than 1% of its requests failed).
+// size, then with as many requests in flight too, and prints the
+// comparison; with a profile directory, Traefik's profiles of the runs are
+// <case>.static-paced.traefik.pprof and <case>.static-inflight.traefik.pprof.
+// An error is a failed run (more than 1% of its requests failed).
 func pacedStatic(ctx context.Context, r pacedRun, name string, p pacing, apiCPU, closedCPU time.Duration) (gatewayRow, error) {
-	row := gatewayRow{Case: name, Pacing: p, API: apiCPU, StaticClosed: closedCPU}
+	row := gatewayRow{Case: name, Pacing: p, Workers: r.workers, API: apiCPU, StaticClosed: closedCPU}
+	var err error
+	if row.StaticPaced, err = r.measure(ctx, name+".static-paced", p); err == nil {
+		row.StaticInFlight, err = r.measure(ctx, name+".static-inflight", p.inFlight(r.workers))
+	}
+	fmt.Fprintf(r.stdout, "%-18s gateway CPU: %s\n", "", gatewayLine(row))
+	return row, err
+}
+
+// measure runs the static route as p says and returns Traefik's CPU per
+// request; profile names the run's profile file.
+func (r pacedRun) measure(ctx context.Context, profile string, p pacing) (time.Duration, error) {
 	var profiled chan error
 	if r.profileDir != "" {
 		profiled = make(chan error, 1)
@@ -175,7 +232,7 @@ func pacedStatic(ctx context.Context, r pacedRun, name string, p pacing, apiCPU,
 				profiled <- ctx.Err()
 				return
 			}
-			profiled <- profileURL(ctx, r.traefikAPI, r.duration, filepath.Join(r.profileDir, name+".static-paced.traefik.pprof"))
+			profiled <- profileURL(ctx, r.traefikAPI, r.duration, filepath.Join(r.profileDir, profile+".traefik.pprof"))
 		}()
 	}
 	before := cpuTimes(r.pids())
@@ -187,20 +244,20 @@ func pacedStatic(ctx context.Context, r pacedRun, name string, p pacing, apiCPU,
 		}
 	}
 	if err != nil {
-		return row, err
+		return 0, err
 	}
-	fmt.Fprintf(r.stdout, "%-18s static paced: %s (paced at %.0f req/s, %d-byte answers)\n", "", res, p.Rate, p.Bytes)
-	if res.Completed > 0 {
-		row.StaticPaced = perRequest(before, after, "traefik", res.Completed)
+	what := "paced"
+	if p.Delay > 0 {
+		what = fmt.Sprintf("in flight (answers after %s)", round(p.Delay))
 	}
-	fmt.Fprintf(r.stdout, "%-18s gateway CPU: %s\n", "", gatewayLine(row.API, row.StaticClosed, row.StaticPaced, p))
+	fmt.Fprintf(r.stdout, "%-18s static %s: %s\n", "", what, res)
 	if res.FirstError != "" {
-		fmt.Fprintf(r.stdout, "%-18s static paced first error: %s\n", "", res.FirstError)
+		fmt.Fprintf(r.stdout, "%-18s static %s first error: %s\n", "", what, res.FirstError)
 	}
 	if total := res.Requests + res.Errors; total == 0 || res.Errors*100 > total {
-		return row, fmt.Errorf("%d ok, %d errors, first: %s", res.Requests, res.Errors, res.FirstError)
+		return 0, fmt.Errorf("static %s: %d ok, %d errors, first: %s", what, res.Requests, res.Errors, res.FirstError)
 	}
-	return row, nil
+	return perRequest(before, after, "traefik", res.Completed), nil
 }
 
 // printGateway is the table of the API cases' Traefik CPU per request.
@@ -208,23 +265,29 @@ func printGateway(w io.Writer, rows []gatewayRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nTraefik CPU per request (µs): each case, the static route closed loop (the baseline), and the static route paced at the case's req/s with its answer size\n")
+	fmt.Fprintf(w, "\nTraefik CPU per request (µs) of each case and of the static route: closed loop (the baseline), "+
+		"paced at the case's req/s with its answer size, and so with as many requests in flight\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "case\treq/s\tanswer bytes\ttraefik\tstatic\tratio\tstatic paced\tratio\twithin %.1fx\t\n", gatewayTarget)
-	for _, r := range rows {
-		closed, closedRatio, paced, pacedRatio, verdict := "-", "-", "-", "-", "-"
-		if r.StaticClosed > 0 {
-			closed, closedRatio = strconv.FormatInt(r.StaticClosed.Microseconds(), 10), fmt.Sprintf("%.2f", ratio(r.API, r.StaticClosed))
+	fmt.Fprintf(tw, "case\treq/s\tanswer bytes\ttraefik\tstatic\tratio\tstatic paced\tratio\twithin %.1fx\tstatic in flight\tratio\t\n", gatewayTarget)
+	cell := func(api, static time.Duration) (string, string) {
+		if static <= 0 {
+			return "-", "-"
 		}
+		return strconv.FormatInt(static.Microseconds(), 10), fmt.Sprintf("%.2f", ratio(api, static))
+	}
+	for _, r := range rows {
+		closed, closedRatio := cell(r.API, r.StaticClosed)
+		paced, pacedRatio := cell(r.API, r.StaticPaced)
+		inflight, inflightRatio := cell(r.API, r.StaticInFlight)
+		verdict := "-"
 		if r.StaticPaced > 0 {
-			paced, pacedRatio = strconv.FormatInt(r.StaticPaced.Microseconds(), 10), fmt.Sprintf("%.2f", ratio(r.API, r.StaticPaced))
 			verdict = "yes"
 			if ratio(r.API, r.StaticPaced) > gatewayTarget {
 				verdict = "no"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Case, r.Pacing.Rate, r.Pacing.Bytes, r.API.Microseconds(),
-			closed, closedRatio, paced, pacedRatio, verdict)
+		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Case, r.Pacing.Rate, r.Pacing.Bytes, r.API.Microseconds(),
+			closed, closedRatio, paced, pacedRatio, verdict, inflight, inflightRatio)
 	}
 	return tw.Flush()
 }
@@ -238,23 +301,28 @@ func perRequest(before, after map[string]time.Duration, name string, requests in
 }
 
 // gatewayLine compares a case's Traefik CPU per request with the static
-// route's, closed loop (the baseline case) and paced at the case's rate
-// and size; a zero figure was not measured.
-func gatewayLine(apiCPU, closedCPU, pacedCPU time.Duration, p pacing) string {
-	s := fmt.Sprintf("traefik %dµs", apiCPU.Microseconds())
-	if closedCPU > 0 {
-		s += fmt.Sprintf("; static closed loop %dµs (%.2fx)", closedCPU.Microseconds(), ratio(apiCPU, closedCPU))
+// route's: closed loop (the baseline case), paced at the case's rate and
+// size (the verdict), and so with as many requests in flight; a zero
+// figure was not measured.
+func gatewayLine(r gatewayRow) string {
+	s := fmt.Sprintf("traefik %dµs", r.API.Microseconds())
+	if r.StaticClosed > 0 {
+		s += fmt.Sprintf("; static closed loop %dµs (%.2fx)", r.StaticClosed.Microseconds(), ratio(r.API, r.StaticClosed))
 	}
-	if pacedCPU <= 0 {
+	if r.StaticPaced <= 0 {
 		return s + "; static at the same rate and size: not measured"
 	}
-	r := ratio(apiCPU, pacedCPU)
+	x := ratio(r.API, r.StaticPaced)
 	verdict := "holds"
-	if r > gatewayTarget {
+	if x > gatewayTarget {
 		verdict = "missed"
 	}
-	return s + fmt.Sprintf("; static at %.0f req/s, %d-byte answers %dµs (%.2fx): %.1fx at equal rate and size %s",
-		p.Rate, p.Bytes, pacedCPU.Microseconds(), r, gatewayTarget, verdict)
+	s += fmt.Sprintf("; static at %.0f req/s, %d-byte answers %dµs (%.2fx): %.1fx at equal rate and size %s",
+		r.Pacing.Rate, r.Pacing.Bytes, r.StaticPaced.Microseconds(), x, gatewayTarget, verdict)
+	if r.StaticInFlight > 0 {
+		s += fmt.Sprintf("; with %d in flight %dµs (%.2fx)", r.Workers, r.StaticInFlight.Microseconds(), ratio(r.API, r.StaticInFlight))
+	}
+	return s
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

@@ -50,7 +50,17 @@ func TestStaticHandler(t *testing.T) {
 				resp.Header.Get("Content-Type"), want)
 		}
 	}
-	for _, q := range []string{"?bytes=x", "?bytes=-1", "?bytes=" + strconv.Itoa(17<<20)} {
+	start := time.Now()
+	resp, err := srv.Client().Get(srv.URL + staticPath + "?bytes=100&delayus=50000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusOK || len(body) != 100 || took < 50*time.Millisecond {
+		t.Errorf("delayed answer: %d, %d bytes after %s", resp.StatusCode, len(body), took)
+	}
+	for _, q := range []string{"?bytes=x", "?bytes=-1", "?bytes=" + strconv.Itoa(17<<20), "?delayus=-1", "?delayus=20000000", "?delayus=x"} {
 		resp, err := srv.Client().Get(srv.URL + staticPath + q)
 		if err != nil {
 			t.Fatal(err)
@@ -77,20 +87,34 @@ func TestGatewayLine(t *testing.T) {
 	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
 	p := pacing{Rate: 849.6, Bytes: 9800}
 	for _, tc := range []struct {
-		api, closed, paced time.Duration
-		want               []string
+		row  gatewayRow
+		want []string
 	}{
-		{us(409), us(211), us(350), []string{"traefik 409µs", "static closed loop 211µs (1.94x)", "static at 850 req/s, 9800-byte answers 350µs (1.17x)", "1.3x at equal rate and size holds"}},
-		{us(409), us(211), us(300), []string{"(1.36x)", "missed"}},
-		{us(390), us(300), us(300), []string{"(1.30x): 1.3x at equal rate and size holds"}},
-		{us(409), 0, 0, []string{"traefik 409µs; static at the same rate and size: not measured"}},
+		{gatewayRow{Pacing: p, Workers: 32, API: us(409), StaticClosed: us(211), StaticPaced: us(350), StaticInFlight: us(330)},
+			[]string{"traefik 409µs", "static closed loop 211µs (1.94x)", "static at 850 req/s, 9800-byte answers 350µs (1.17x)",
+				"1.3x at equal rate and size holds", "with 32 in flight 330µs (1.24x)"}},
+		{gatewayRow{Pacing: p, API: us(409), StaticClosed: us(211), StaticPaced: us(300)}, []string{"(1.36x)", "missed"}},
+		{gatewayRow{Pacing: p, API: us(390), StaticClosed: us(300), StaticPaced: us(300)}, []string{"(1.30x): 1.3x at equal rate and size holds"}},
+		{gatewayRow{Pacing: p, API: us(409)}, []string{"traefik 409µs; static at the same rate and size: not measured"}},
 	} {
-		got := gatewayLine(tc.api, tc.closed, tc.paced, p)
+		got := gatewayLine(tc.row)
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
-				t.Errorf("gatewayLine(%s, %s, %s) = %q, want %q in it", tc.api, tc.closed, tc.paced, got, w)
+				t.Errorf("gatewayLine(%+v) = %q, want %q in it", tc.row, got, w)
 			}
 		}
+	}
+}
+
+// The in-flight run holds each answer back for 90% of the case's mean
+// latency (workers/rate), and says so in its path.
+func TestPacingInFlight(t *testing.T) {
+	p := pacing{Rate: 800, Bytes: 7000}.inFlight(32)
+	if p.Delay != 36*time.Millisecond || p.path() != "/bench/static?bytes=7000&delayus=36000" {
+		t.Errorf("32 workers at 800 req/s: delay %s, path %s", p.Delay, p.path())
+	}
+	if p := (pacing{}).inFlight(32); p.Delay != 0 {
+		t.Errorf("no rate: delay %s", p.Delay)
 	}
 }
 
@@ -116,14 +140,15 @@ func TestRunPacedStatic(t *testing.T) {
 func TestPrintGateway(t *testing.T) {
 	var b strings.Builder
 	rows := []gatewayRow{
-		{Case: "customers-me", Pacing: pacing{Rate: 2500, Bytes: 180}, API: 260 * time.Microsecond, StaticClosed: 211 * time.Microsecond, StaticPaced: 240 * time.Microsecond},
+		{Case: "customers-me", Pacing: pacing{Rate: 2500, Bytes: 180}, API: 260 * time.Microsecond, StaticClosed: 211 * time.Microsecond,
+			StaticPaced: 240 * time.Microsecond, StaticInFlight: 200 * time.Microsecond},
 		{Case: "tickets-list", Pacing: pacing{Rate: 850, Bytes: 9800}, API: 409 * time.Microsecond, StaticClosed: 211 * time.Microsecond, StaticPaced: 300 * time.Microsecond},
 	}
 	if err := printGateway(&b, rows); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, w := range []string{"customers-me  2500  180  260  211  1.23  240  1.08  yes", "tickets-list   850  9800  409  211  1.94  300  1.36  no"} {
+	for _, w := range []string{"customers-me  2500  180  260  211  1.23  240  1.08  yes  200  1.30", "tickets-list   850  9800  409  211  1.94  300  1.36  no  -  -"} {
 		if !strings.Contains(strings.Join(strings.Fields(out), "  "), strings.Join(strings.Fields(w), "  ")) {
 			t.Errorf("table:\n%s\nwant a row %q", out, w)
 		}
