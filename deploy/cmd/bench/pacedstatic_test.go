@@ -106,11 +106,11 @@ func TestGatewayLine(t *testing.T) {
 	}
 }
 
-// The in-flight run holds each answer back for 90% of the case's mean
+// The in-flight run holds each answer back for 75% of the case's mean
 // latency (workers/rate), and says so in its path.
 func TestPacingInFlight(t *testing.T) {
 	p := pacing{Rate: 800, Bytes: 7000}.inFlight(32)
-	if p.Delay != 36*time.Millisecond || p.path() != "/bench/static?bytes=7000&delayus=36000" {
+	if p.Delay != 30*time.Millisecond || p.path() != "/bench/static?bytes=7000&delayus=30000" {
 		t.Errorf("32 workers at 800 req/s: delay %s, path %s", p.Delay, p.path())
 	}
 	if p := (pacing{}).inFlight(32); p.Delay != 0 {
