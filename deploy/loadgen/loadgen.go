@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,14 @@ type Config struct {
 	// ExpectStatus is the status a successful response has (default 200);
 	// any other status counts as an error.
 	ExpectStatus int
+	// Rate, when positive, paces the run: the n-th request (counted from
+	// 0 over the warm-up and the window, all workers together) starts no
+	// earlier than n/Rate seconds after the start. As long as the workers
+	// keep up, requests start at Rate a second whatever the latency (open
+	// loop); a late worker starts its request at once; and never more than
+	// Concurrency requests are in flight, so a server falling behind meets
+	// a closed loop instead of an ever-growing queue (and new connections).
+	Rate float64
 }
 
 // Result is the outcome of a measurement window.
@@ -38,11 +47,15 @@ type Result struct {
 	Errors   int // failed or with another status, in the window
 	// Completed counts every request sent, warm-up included: the divisor
 	// for resources measured over the whole run.
-	Completed  int
-	Elapsed    time.Duration
-	RPS        float64 // successful requests per second
-	P50, P90   time.Duration
-	P99, Max   time.Duration
+	Completed int
+	Elapsed   time.Duration
+	RPS       float64 // successful requests per second
+	P50, P90  time.Duration
+	P99, Max  time.Duration
+	// BodyBytes is the sum of the body sizes of the Requests (the
+	// successful requests of the window): BodyBytes/Requests is the mean
+	// answer's size.
+	BodyBytes  int64
 	FirstError string
 }
 
@@ -80,21 +93,30 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	type workerResult struct {
 		latencies []time.Duration
+		bytes     int64
 		errors    int
 		completed int
 		firstErr  string
 	}
 	results := make([]workerResult, cfg.Concurrency)
+	var turns atomic.Int64 // paced runs: the next request's number
+	var interval time.Duration
+	if cfg.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / cfg.Rate)
+	}
 	var wg sync.WaitGroup
 	for w := range cfg.Concurrency {
 		wg.Go(func() {
 			res := &results[w]
 			for {
+				if cfg.Rate > 0 && !waitTurn(ctx, start.Add(time.Duration(turns.Add(1)-1)*interval), windowEnd) {
+					return
+				}
 				t0 := time.Now()
 				if !t0.Before(windowEnd) || ctx.Err() != nil {
 					return
 				}
-				err := do(ctx, cfg, windowEnd)
+				n, err := do(ctx, cfg, windowEnd)
 				t1 := time.Now()
 				res.completed++
 				// Only requests wholly inside the window count.
@@ -109,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					continue
 				}
 				res.latencies = append(res.latencies, t1.Sub(t0))
+				res.bytes += n
 			}
 		})
 	}
@@ -122,6 +145,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, wr := range results {
 		all = append(all, wr.latencies...)
 		r.Errors += wr.errors
+		r.BodyBytes += wr.bytes
 		r.Completed += wr.completed
 		if r.FirstError == "" {
 			r.FirstError = wr.firstErr
@@ -138,6 +162,25 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.Max = all[len(all)-1]
 	}
 	return r, nil
+}
+
+// waitTurn sleeps until due; false when due is not before end or ctx ends.
+func waitTurn(ctx context.Context, due, end time.Time) bool {
+	if !due.Before(end) {
+		return false
+	}
+	d := time.Until(due)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // keepAliveClient makes sure the client keeps an idle connection per
@@ -163,32 +206,33 @@ func keepAliveClient(c *http.Client, workers int) *http.Client {
 	return &cc
 }
 
-// do sends one request and drains the body so the connection is reused.
-func do(ctx context.Context, cfg Config, deadline time.Time) error {
+// do sends one request and drains the body so the connection is reused;
+// it returns the body's size.
+func do(ctx context.Context, cfg Config, deadline time.Time) (int64, error) {
 	// A request still running well past the window is abandoned, so a
 	// stuck server cannot hold the run.
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(10*time.Second))
 	defer cancel()
 	if cfg.Call != nil {
-		return cfg.Call(ctx)
+		return 0, cfg.Call(ctx)
 	}
 	req, err := cfg.NewRequest(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := cfg.Client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	n, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return err
+		return n, err
 	}
 	if resp.StatusCode != cfg.ExpectStatus {
-		return fmt.Errorf("%s %s: status %d", req.Method, req.URL.Path, resp.StatusCode)
+		return n, fmt.Errorf("%s %s: status %d", req.Method, req.URL.Path, resp.StatusCode)
 	}
-	return nil
+	return n, nil
 }
 
 // percentile of sorted durations, nearest-rank.

@@ -43,6 +43,10 @@ func TestRunMeasuresLatencyAndThroughput(t *testing.T) {
 	if res.Errors != 0 || res.Requests == 0 || res.Completed <= res.Requests {
 		t.Fatalf("result %+v", res)
 	}
+	// Every measured answer is "ok".
+	if res.BodyBytes != int64(2*res.Requests) {
+		t.Errorf("%d body bytes for %d answers of 2 bytes", res.BodyBytes, res.Requests)
+	}
 	if res.P50 < delay || res.P99 < res.P50 || res.Max < res.P99 {
 		t.Errorf("percentiles inconsistent with a %s handler: %+v", delay, res)
 	}
@@ -122,5 +126,53 @@ func TestRunMeasuresACall(t *testing.T) {
 	}
 	if res.Requests < 5*res.Errors || res.Requests > 12*res.Errors {
 		t.Fatalf("%d ok and %d errors: about one in ten should fail", res.Requests, res.Errors)
+	}
+}
+
+// A paced run starts Rate requests a second in all, however many workers
+// wait; a server slower than the rate meets at most Concurrency requests
+// at once.
+func TestRunPaced(t *testing.T) {
+	var inFlight, peak atomic.Int64
+	var delay atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(time.Duration(delay.Load()))
+		inFlight.Add(-1)
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	run := func(workers int, rate float64) Result {
+		res, err := Run(t.Context(), Config{
+			Concurrency: workers,
+			Duration:    600 * time.Millisecond,
+			Warmup:      100 * time.Millisecond,
+			Rate:        rate,
+			Client:      srv.Client(),
+			NewRequest: func(ctx context.Context) (*http.Request, error) {
+				return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// 8 workers of 10 ms could do 800 req/s; paced, 100 (70 started in
+	// 700 ms).
+	delay.Store(int64(10 * time.Millisecond))
+	if res := run(8, 100); res.Errors != 0 || res.Completed > 71 || res.RPS > 105 || res.RPS < 70 {
+		t.Errorf("paced at 100 req/s: %+v", res)
+	}
+	// 100 ms answers at 1,000 req/s: the 4 workers' closed loop, 40 req/s.
+	delay.Store(int64(100 * time.Millisecond))
+	peak.Store(0)
+	if res := run(4, 1000); res.Errors != 0 || res.RPS > 42 {
+		t.Errorf("paced above what the server does: %+v", res)
+	}
+	if p := peak.Load(); p > 4 {
+		t.Errorf("%d requests in flight at once, 4 workers", p)
 	}
 }

@@ -93,10 +93,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	static := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(staticBody)
-	}), ReadHeaderTimeout: 10 * time.Second}
+	static := &http.Server{Handler: staticHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = static.Serve(ln) }()
 	defer static.Close()
 
@@ -118,11 +115,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Services: built,
 		ExtraRoutes: []stack.Route{{
 			Name: "bench-static",
-			Rule: "PathRegexp(`" + stack.PrefixRegexp("/bench/static") + "`)",
+			Rule: "PathRegexp(`" + stack.PrefixRegexp(staticPath) + "`)",
 			URL:  "http://" + ln.Addr().String(),
 		}},
-		Log:      logw,
-		LogLevel: *logLevel,
+		Log:          logw,
+		LogLevel:     *logLevel,
 		Env:          benchEnvVars(built, debugAddrs),
 		NATSNodes:    *natsNodes,
 		GatewayDebug: *profileDir != "",
@@ -163,6 +160,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	workers := map[string]int{}
 	var order []string
 	var failures []string
+	var staticCPU time.Duration // the baseline's Traefik CPU per request
+	var gateway []gatewayRow
 	for _, c := range cases {
 		if missing := stack.Missing(c.Needs, built); missing != "" {
 			fmt.Fprintf(stdout, "%-18s skipped: %s not built\n", c.Name, missing)
@@ -251,11 +250,26 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "%-18s %s\n", c.Name, res)
-		fmt.Fprintf(stdout, "%-18s CPU per request: %s\n", "", cpuPerRequest(before, cpuTimes(st.PIDs()), res))
+		after := cpuTimes(st.PIDs())
+		fmt.Fprintf(stdout, "%-18s CPU per request: %s\n", "", cpuPerRequest(before, after, res))
 		if profiled != nil {
 			if err := <-profiled; err != nil {
 				failures = append(failures, fmt.Sprintf("case %s: profile: %v", c.Name, err))
 			}
+		}
+		traefikCPU := perRequest(before, after, "traefik", res.Completed)
+		if c.Name == baselineCase {
+			staticCPU = traefikCPU
+		} else if p, ok := pacingOf(res); ok && c.Direct == nil {
+			row, err := pacedStatic(ctx, pacedRun{stdout: stdout, client: client, baseURL: st.HTTPSURL, traefikAPI: st.Gateway.APIURL,
+				pids: st.PIDs, workers: w, warmup: *warmup, duration: *duration, profileDir: *profileDir}, c.Name, p, traefikCPU, staticCPU)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				failures = append(failures, fmt.Sprintf("case %s: static at the same rate and size: %v", c.Name, err))
+			}
+			gateway = append(gateway, row)
 		}
 		if res.FirstError != "" {
 			fmt.Fprintf(stdout, "%-18s first error: %s\n", "", res.FirstError)
@@ -301,6 +315,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s / %s: req/s ratio %.2f, p50 ratio %.2f, p99 ratio %.2f\n", c.Name, c.RelativeTo,
 			r.RPS/ref.RPS, float64(r.P50)/float64(ref.P50), float64(r.P99)/float64(ref.P99))
+	}
+	if err := printGateway(stdout, gateway); err != nil {
+		return err
 	}
 	if ok && slowWorkers != *concurrency {
 		for _, c := range cases {
