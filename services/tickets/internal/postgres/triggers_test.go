@@ -59,6 +59,8 @@ func TestTicketActivityFollowsTickets(t *testing.T) {
 		`UPDATE tickets SET updated_at = updated_at + interval '1 hour' WHERE ticket_id % 3 = 0`,
 		`UPDATE tickets SET status = 'Closed' WHERE ticket_id % 5 = 0`,
 		`DELETE FROM tickets WHERE ticket_id % 7 = 0`,
+		// An administrator's renumbering (no messages on these tickets).
+		`UPDATE tickets SET ticket_id = ticket_id + 1000, status = 'Pending' WHERE ticket_id % 11 = 0`,
 	}
 	for _, sql := range steps {
 		if _, err := pool.Exec(ctx, sql); err != nil {
@@ -68,8 +70,14 @@ func TestTicketActivityFollowsTickets(t *testing.T) {
 			t.Fatalf("after %.40s: %d tickets differ from their activity rows", sql, n)
 		}
 	}
-	var n int
+	var n, counted int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM ticket_activity`).Scan(&n); err != nil || n != 43 {
 		t.Fatalf("%d activity rows, %v; want 43", n, err)
+	}
+	// The counters followed the status changes, the renumbering's too.
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT customer_id, status, count(*) AS n FROM tickets GROUP BY 1, 2) t
+		FULL JOIN (SELECT customer_id, status, sum(n) AS n FROM ticket_counts GROUP BY 1, 2 HAVING sum(n) <> 0) c USING (customer_id, status)
+		WHERE t.n IS DISTINCT FROM c.n`).Scan(&counted); err != nil || counted != 0 {
+		t.Fatalf("%d counters differ from the tickets, %v", counted, err)
 	}
 }

@@ -30,13 +30,16 @@ DROP INDEX tickets_updated_idx;
 -- the topic filter's plan (TestTkListPlanBounded100k) to a hash join over
 -- every message.
 
--- The counters (004) and now the activity rows. The activity rows are
--- changed one key at a time (an index lookup each, whatever plan the
--- session cached for an earlier, larger statement); a row whose
--- updated_at did not change is not written.
+-- The counters (004) and now the activity rows. An update pairs each row's
+-- old and new version by ticket id in one pass: the activity rows whose
+-- updated_at changed are written one key at a time (an index lookup each,
+-- whatever plan the session cached for an earlier, larger statement), and
+-- the counters only when some status changed, so a message's update (its
+-- status unchanged) runs no counter statement at all.
 CREATE OR REPLACE FUNCTION ticket_counts_apply() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     r record;
+    moved boolean := false;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO ticket_counts AS c (customer_id, status, slot, n)
@@ -52,17 +55,31 @@ BEGIN
         ON CONFLICT (customer_id, status, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
         DELETE FROM ticket_activity WHERE ticket_id = ANY (ARRAY(SELECT ticket_id FROM old_rows));
     ELSE
-        INSERT INTO ticket_counts AS c (customer_id, status, slot, n)
-        SELECT customer_id, status, pg_backend_pid() % 16, sum(d) FROM (
-            SELECT customer_id, status, -1 AS d FROM old_rows
-            UNION ALL
-            SELECT customer_id, status, 1 FROM new_rows) x
-        GROUP BY customer_id, status HAVING sum(d) <> 0 ORDER BY customer_id, status
-        ON CONFLICT (customer_id, status, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
-        FOR r IN SELECT ticket_id, customer_id, updated_at FROM new_rows LOOP
-            UPDATE ticket_activity SET customer_id = r.customer_id, updated_at = r.updated_at
-            WHERE ticket_id = r.ticket_id AND (updated_at, customer_id) IS DISTINCT FROM (r.updated_at, r.customer_id);
+        FOR r IN SELECT n.ticket_id, o.ticket_id AS old_id, n.customer_id, n.updated_at,
+                (n.status, n.customer_id) IS DISTINCT FROM (o.status, o.customer_id) AS moved,
+                (n.updated_at, n.customer_id) IS DISTINCT FROM (o.updated_at, o.customer_id) AS touched
+            FROM new_rows n FULL JOIN old_rows o ON o.ticket_id = n.ticket_id LOOP
+            moved := moved OR r.moved;
+            -- A version without its pair is a changed ticket_id (an
+            -- administrator's): its rows are moved too.
+            IF r.ticket_id IS NULL THEN
+                DELETE FROM ticket_activity WHERE ticket_id = r.old_id;
+            ELSIF r.old_id IS NULL THEN
+                INSERT INTO ticket_activity AS a (ticket_id, customer_id, updated_at) VALUES (r.ticket_id, r.customer_id, r.updated_at)
+                ON CONFLICT (ticket_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, updated_at = EXCLUDED.updated_at;
+            ELSIF r.touched THEN
+                UPDATE ticket_activity SET customer_id = r.customer_id, updated_at = r.updated_at WHERE ticket_id = r.ticket_id;
+            END IF;
         END LOOP;
+        IF moved THEN
+            INSERT INTO ticket_counts AS c (customer_id, status, slot, n)
+            SELECT customer_id, status, pg_backend_pid() % 16, sum(d) FROM (
+                SELECT customer_id, status, -1 AS d FROM old_rows
+                UNION ALL
+                SELECT customer_id, status, 1 FROM new_rows) x
+            GROUP BY customer_id, status HAVING sum(d) <> 0 ORDER BY customer_id, status
+            ON CONFLICT (customer_id, status, slot) DO UPDATE SET n = c.n + EXCLUDED.n;
+        END IF;
     END IF;
     RETURN NULL;
 END $$;
