@@ -205,16 +205,17 @@ func (s *Store) lockMessage(ctx context.Context, tx pgx.Tx, customerID, id int64
 // message (tickets.AddToTicket: an end-user message reopens it) and writes
 // the plan (insertMessage).
 func (s *Store) AddMessage(ctx context.Context, customerID, ticketID int64, add func(tickets.Ticket) tickets.MessagePlan) (tickets.Message, error) {
-	var m tickets.Message
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		t, err := s.lockTicket(ctx, tx, customerID, ticketID)
-		if err != nil {
-			return err
-		}
-		m, _, err = s.insertMessage(ctx, tx, add(t))
-		return err
-	})
-	return m, postgres.Error(err, "message")
+	m, err := s.addMessage(ctx, customerID, ticketID, add)
+	if o := postgres.Outage(err); o != nil {
+		err = o
+	}
+	if err != nil {
+		return m, postgres.Error(err, "message")
+	}
+	if s.wake != nil {
+		s.wake()
+	}
+	return m, nil
 }
 
 // OpenTicketWithMessage inserts a ticket and its first message, as add

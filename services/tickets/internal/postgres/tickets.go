@@ -97,37 +97,40 @@ func (r ticketDetailsRow) details() tickets.TicketDetails {
 }
 
 // ticketOrder is the whitelist of ORDER BY clauses: each is served by an
-// index on (customer_id, key DESC, ticket_id DESC) or the primary key.
-func ticketOrder(s tickets.TicketSort) string {
+// index on (customer_id, key DESC, ticket_id DESC) or the primary key. k is
+// the alias the sort key is read from: t, or a for a dateUpdated list
+// walking ticket_activity (listQueries).
+func ticketOrder(s tickets.TicketSort, k string) string {
 	dir := " ASC"
 	if s.Desc {
 		dir = " DESC"
 	}
 	switch s.By {
 	case tickets.TicketSortUpdated:
-		return "t.updated_at" + dir + ", t.ticket_id" + dir
+		return k + ".updated_at" + dir + ", " + k + ".ticket_id" + dir
 	case tickets.TicketSortID:
-		return "t.ticket_id" + dir
+		return k + ".ticket_id" + dir
 	default:
-		return "t.created_at" + dir + ", t.ticket_id" + dir
+		return k + ".created_at" + dir + ", " + k + ".ticket_id" + dir
 	}
 }
 
 // ticketAfter is the keyset condition of the tickets after a cursor in the
 // sort's order ($a the cursor's time, $i its id): a row comparison the
-// sort's index (customer_id, key, ticket_id) serves as a range.
-func ticketAfter(s tickets.TicketSort, a, i string) string {
+// sort's index (customer_id, key, ticket_id) serves as a range. k is as
+// for ticketOrder.
+func ticketAfter(s tickets.TicketSort, a, i, k string) string {
 	cmp := " > "
 	if s.Desc {
 		cmp = " < "
 	}
 	switch s.By {
 	case tickets.TicketSortUpdated:
-		return "(t.updated_at, t.ticket_id)" + cmp + "(" + a + ", " + i + ")"
+		return "(" + k + ".updated_at, " + k + ".ticket_id)" + cmp + "(" + a + ", " + i + ")"
 	case tickets.TicketSortID:
-		return "t.ticket_id" + cmp + i
+		return k + ".ticket_id" + cmp + i
 	default:
-		return "(t.created_at, t.ticket_id)" + cmp + "(" + a + ", " + i + ")"
+		return "(" + k + ".created_at, " + k + ".ticket_id)" + cmp + "(" + a + ", " + i + ")"
 	}
 }
 
@@ -198,10 +201,20 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 	}
 	base := w.sql()
 	unfiltered := len(w.conds) == 1 // but for q
-	order := ticketOrder(f.Sort)
 	// The page's ids first (narrow rows, from the index alone when not
 	// searching), then their columns.
 	from := `tickets t` + base
+	keys := "t"
+	count := `SELECT count(*) FROM ` + from
+	if f.Sort.By == tickets.TicketSortUpdated && f.Q == "" {
+		// dateUpdated is ordered by ticket_activity's index (migration
+		// 016: no ticket index holds updated_at, so a message's update of
+		// its ticket is HOT); each ticket is read by its key for the
+		// filters. The count needs no activity rows.
+		from = `tickets t JOIN ticket_activity a ON a.ticket_id = t.ticket_id` + base + ` AND a.customer_id = $1`
+		keys = "a"
+	}
+	order := ticketOrder(f.Sort, keys)
 	if f.Q != "" {
 		cfg := f.SearchConfig
 		if cfg == "" {
@@ -234,7 +247,7 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		q.countSQL = `SELECT coalesce(sum(n), 0) FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`
 		q.countArgs = []any{customerID, statusNames(statuses)}
 	} else {
-		q.countSQL, q.countArgs = `SELECT count(*) FROM `+from, w.args
+		q.countSQL, q.countArgs = count, w.args
 	}
 	pageArgs := slices.Clip(w.args)
 	if f.After != nil {
@@ -246,7 +259,7 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 			pageArgs = append(pageArgs, f.After.At)
 			at = "$" + strconv.Itoa(len(pageArgs))
 		}
-		after := ticketAfter(f.Sort, at, id)
+		after := ticketAfter(f.Sort, at, id, keys)
 		if f.Q != "" {
 			from += ` WHERE ` + after
 		} else {
