@@ -45,7 +45,7 @@ func (s *Store) ListTopics(ctx context.Context, customerID int64, f topics.Topic
 	order := ` ORDER BY ` + topicOrder(f.Sort)
 	if f.NameContains == "" {
 		return postgres.Page(ctx, s.db, "topic",
-			`SELECT coalesce(sum(n), 0) FROM topic_counts WHERE customer_id = $1`,
+			`SELECT coalesce(sum(n), 0)::bigint FROM topic_counts WHERE customer_id = $1`,
 			`SELECT `+topicCols+` FROM topics `+live+order+` LIMIT $2 OFFSET $3`,
 			scanTopic, p, customerID)
 	}
