@@ -573,9 +573,11 @@ func Page[T any](ctx context.Context, q Querier, what, countSQL, pageSQL string,
 	combined = combined && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(cols)), "DISTINCT")
 	if combined {
 		var total int
-		items, err := Collect(ctx, q, what, "SELECT ("+countSQL+"), "+cols, func(row pgx.Row) (T, error) {
-			return scan(totalRow{row, &total})
-		}, pageArgs...)
+		tr := &totalRow{total: &total}
+		items, err := collect(ctx, q, what, "SELECT ("+countSQL+"), "+cols, func(row pgx.Row) (T, error) {
+			tr.Row = row
+			return scan(tr)
+		}, p.Size, pageArgs...)
 		if err != nil || len(items) > 0 || p.Offset() == 0 {
 			return items, total, err
 		}
@@ -587,23 +589,31 @@ func Page[T any](ctx context.Context, q Querier, what, countSQL, pageSQL string,
 	if combined || total == 0 || p.Offset() >= total {
 		return nil, total, nil
 	}
-	items, err := Collect(ctx, q, what, pageSQL, scan, pageArgs...)
+	items, err := collect(ctx, q, what, pageSQL, scan, p.Size, pageArgs...)
 	return items, total, err
 }
 
 // totalRow is a row of Page's combined statement: its first column, the
-// total, goes to total and the others to the caller's scan.
+// total, goes to total and the others to the caller's scan. One serves
+// every row of a page (dests is reused).
 type totalRow struct {
 	pgx.Row
 	total *int
+	dests []any
 }
 
-func (r totalRow) Scan(dest ...any) error {
-	return r.Row.Scan(append([]any{r.total}, dest...)...)
+func (r *totalRow) Scan(dest ...any) error {
+	r.dests = append(append(r.dests[:0], r.total), dest...)
+	return r.Row.Scan(r.dests...)
 }
 
 // Collect scans every row of a query.
 func Collect[T any](ctx context.Context, q Querier, what, sql string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	return collect(ctx, q, what, sql, scan, 0, args...)
+}
+
+// collect is Collect into a slice made for size rows (a page's).
+func collect[T any](ctx context.Context, q Querier, what, sql string, scan func(pgx.Row) (T, error), size int, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, Error(err, what)
@@ -614,6 +624,9 @@ func Collect[T any](ctx context.Context, q Querier, what, sql string, scan func(
 		it, err := scan(rows)
 		if err != nil {
 			return nil, Error(err, what)
+		}
+		if out == nil {
+			out = make([]T, 0, max(size, 1))
 		}
 		out = append(out, it)
 	}
