@@ -2,7 +2,6 @@ package authn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -51,18 +50,24 @@ func (r *Revocations) RevokeAccountBefore(ctx context.Context, accountID int64, 
 }
 
 // Revoked reports whether a token (jti, account, issue time) is refused.
+// Both keys are read with one MGET: every authenticated request of every
+// service asks, and one command costs Redis and the client less than a
+// pipeline of two.
 func (r *Revocations) Revoked(ctx context.Context, jti string, accountID int64, issuedAt time.Time) (bool, error) {
-	pipe := r.rdb.Pipeline()
-	tok := pipe.Exists(ctx, r.tokenKey(jti))
-	acct := pipe.Get(ctx, r.accountKey(accountID))
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	vals, err := r.rdb.MGet(ctx, r.tokenKey(jti), r.accountKey(accountID)).Result()
+	if err != nil {
 		return false, fmt.Errorf("authn: revocation check: %w", err)
 	}
-	if tok.Val() > 0 {
+	if len(vals) != 2 {
+		return false, fmt.Errorf("authn: revocation check: %d values for 2 keys", len(vals))
+	}
+	if vals[0] != nil {
 		return true, nil
 	}
-	if ms, err := acct.Int64(); err == nil && issuedAt.UnixMilli() < ms {
-		return true, nil
+	if s, ok := vals[1].(string); ok {
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil && issuedAt.UnixMilli() < ms {
+			return true, nil
+		}
 	}
 	return false, nil
 }

@@ -556,23 +556,64 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Page runs a count and a page query with the same filter arguments; the
-// page query gets LIMIT and OFFSET as its last two parameters. what names
-// the records in errors.
+// Page runs a count and a page query with the same filter arguments:
+// countSQL counts the rows that pageSQL pages through. The page query gets
+// LIMIT and OFFSET as its last two parameters. what names the records in
+// errors.
+//
+// When pageSQL is a plain "SELECT <columns> ..." (whose ORDER BY names
+// columns, not positions), both go to the server as one statement, the
+// count as a scalar subquery in the page's select list: one round trip and
+// one statement to bind and execute instead of two, and the total and the
+// items from one snapshot. An empty first page means a total of 0; only a
+// page beyond the last has its count run on its own.
 func Page[T any](ctx context.Context, q Querier, what, countSQL, pageSQL string, scan func(pgx.Row) (T, error), p paging.Page, args ...any) ([]T, int, error) {
+	pageArgs := append(args[:len(args):len(args)], p.Size, p.Offset())
+	cols, combined := strings.CutPrefix(pageSQL, "SELECT ")
+	combined = combined && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(cols)), "DISTINCT")
+	if combined {
+		var total int
+		tr := &totalRow{total: &total}
+		items, err := collect(ctx, q, what, "SELECT ("+countSQL+"), "+cols, func(row pgx.Row) (T, error) {
+			tr.Row = row
+			return scan(tr)
+		}, p.Size, pageArgs...)
+		if err != nil || len(items) > 0 || p.Offset() == 0 {
+			return items, total, err
+		}
+	}
 	var total int
 	if err := q.QueryRow(ctx, countSQL, args...).Scan(&total); err != nil {
 		return nil, 0, Error(err, what)
 	}
-	if total == 0 || p.Offset() >= total {
+	if combined || total == 0 || p.Offset() >= total {
 		return nil, total, nil
 	}
-	items, err := Collect(ctx, q, what, pageSQL, scan, append(args, p.Size, p.Offset())...)
+	items, err := collect(ctx, q, what, pageSQL, scan, p.Size, pageArgs...)
 	return items, total, err
+}
+
+// totalRow is a row of Page's combined statement: its first column, the
+// total, goes to total and the others to the caller's scan. One serves
+// every row of a page (dests is reused).
+type totalRow struct {
+	pgx.Row
+	total *int
+	dests []any
+}
+
+func (r *totalRow) Scan(dest ...any) error {
+	r.dests = append(append(r.dests[:0], r.total), dest...)
+	return r.Row.Scan(r.dests...)
 }
 
 // Collect scans every row of a query.
 func Collect[T any](ctx context.Context, q Querier, what, sql string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	return collect(ctx, q, what, sql, scan, 0, args...)
+}
+
+// collect is Collect into a slice made for size rows (a page's).
+func collect[T any](ctx context.Context, q Querier, what, sql string, scan func(pgx.Row) (T, error), size int, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, Error(err, what)
@@ -583,6 +624,9 @@ func Collect[T any](ctx context.Context, q Querier, what, sql string, scan func(
 		it, err := scan(rows)
 		if err != nil {
 			return nil, Error(err, what)
+		}
+		if out == nil {
+			out = make([]T, 0, max(size, 1))
 		}
 		out = append(out, it)
 	}

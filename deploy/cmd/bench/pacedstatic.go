@@ -236,9 +236,9 @@ func (r pacedRun) measure(ctx context.Context, profile string, p pacing) (time.D
 			profiled <- profileURL(ctx, r.traefikAPI, r.duration, filepath.Join(r.profileDir, profile+".traefik.pprof"))
 		}()
 	}
-	before := cpuTimes(r.pids())
+	before := cpuTimes(r.pids(), "")
 	res, err := runPacedStatic(ctx, r.client, r.baseURL, p, r.workers, r.warmup, r.duration)
-	after := cpuTimes(r.pids())
+	after := cpuTimes(r.pids(), "")
 	if profiled != nil {
 		if perr := <-profiled; err == nil && perr != nil {
 			err = fmt.Errorf("profile: %w", perr)

@@ -12,7 +12,7 @@ import (
 
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "topics", run, "topics",
-		[]string{"actions", "documents", "outbox", "page_topic_mappings", "schema_migrations", "topic_actions", "topic_documents", "topics"},
+		[]string{"actions", "documents", "outbox", "page_topic_mappings", "schema_migrations", "topic_actions", "topic_counts", "topic_documents", "topics"},
 		map[string]string{"HTTP_ADDR": "not an address"}, map[string]string{"SHUTDOWN_GRACE": "soon"})
 }
 

@@ -176,6 +176,8 @@ func TestListTopicsFilterSortPaging(t *testing.T) {
 		{"by name desc", topics.TopicFilter{Sort: topics.TopicSort{ByName: true, Desc: true}}, paging.Page{Number: 1, Size: 2}, []string{"delta", "charlie"}, 5},
 		{"id desc", topics.TopicFilter{Sort: topics.TopicSort{Desc: true}}, paging.Page{Number: 1, Size: 1}, []string{"alphabet soup"}, 5},
 		{"contains, case-insensitive", topics.TopicFilter{NameContains: "ALPH"}, paging.Page{Number: 1, Size: 20}, []string{"Alpha", "alphabet soup"}, 2},
+		{"contains, second page", topics.TopicFilter{NameContains: "alph"}, paging.Page{Number: 2, Size: 1}, []string{"alphabet soup"}, 2},
+		{"contains, past the end", topics.TopicFilter{NameContains: "alph"}, paging.Page{Number: 3, Size: 1}, nil, 2},
 		{"wildcards are literal", topics.TopicFilter{NameContains: "%"}, paging.Page{Number: 1, Size: 20}, nil, 0},
 		{"last page", topics.TopicFilter{}, paging.Page{Number: 3, Size: 2}, []string{"alphabet soup"}, 5},
 		{"past the end", topics.TopicFilter{}, paging.Page{Number: 4, Size: 2}, nil, 5},

@@ -37,12 +37,22 @@ func topicOrder(s topics.TopicSort) string {
 }
 
 // ListTopics pages through the live topics, optionally those whose name
-// contains a substring (case-insensitively).
+// contains a substring (case-insensitively). Without a name the total is
+// the customer's counter (topic_counts, kept by triggers) and the statement
+// has no name condition at all; with one the matches are counted.
 func (s *Store) ListTopics(ctx context.Context, customerID int64, f topics.TopicFilter, p paging.Page) ([]topics.Topic, int, error) {
-	const where = `WHERE customer_id = $1 AND deleted_at IS NULL AND ($2 = '' OR strpos(lower(name), lower($2)) > 0)`
+	const live = `WHERE customer_id = $1 AND deleted_at IS NULL`
+	order := ` ORDER BY ` + topicOrder(f.Sort)
+	if f.NameContains == "" {
+		return postgres.Page(ctx, s.db, "topic",
+			`SELECT coalesce(sum(n), 0)::bigint FROM topic_counts WHERE customer_id = $1`,
+			`SELECT `+topicCols+` FROM topics `+live+order+` LIMIT $2 OFFSET $3`,
+			scanTopic, p, customerID)
+	}
+	const named = live + ` AND strpos(lower(name), lower($2)) > 0`
 	return postgres.Page(ctx, s.db, "topic",
-		`SELECT count(*) FROM topics `+where,
-		`SELECT `+topicCols+` FROM topics `+where+` ORDER BY `+topicOrder(f.Sort)+` LIMIT $3 OFFSET $4`,
+		`SELECT count(*) FROM topics `+named,
+		`SELECT `+topicCols+` FROM topics `+named+order+` LIMIT $3 OFFSET $4`,
 		scanTopic, p, customerID, f.NameContains)
 }
 
