@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,6 +187,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			wg.Go(func() { vac.run(rctx, st.DatabaseURL, o.vacuum) })
 		}
 	}
+	metricsBefore := scrapeAll(ctx, st.ServiceURLs)
 	t0 := time.Now()
 	wg.Go(func() { rec.run(rctx, t0, time.Second, st.PIDs) })
 	res, err := loadgen.RunOpen(ctx, loadgen.OpenConfig{Rate: rate, Duration: o.duration,
@@ -199,6 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	metricsAfter := scrapeAll(ctx, st.ServiceURLs)
 	// The load's last second may end before the recorder's reading of it.
 	end := min(o.duration, rec.last())
 	rssStart := rec.median(o.warmup, o.warmup+win)
@@ -209,7 +212,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("vacuum: %w", vac.err)
 		}
 	}
+	if err := reportTail(stdout, res, d, st.Gateway.AccessLogFile, vac.windows(), serviceRows(all, metricsBefore, metricsAfter)); err != nil {
+		return err
+	}
 	return report(stdout, res, d, all, rssStart, rssEnd, rec.peak(), o.rssLimit)
+}
+
+// reportTail says where the open loop's slowest requests spent their time
+// (tail.go): the generator's lag, per route the split of its slowest 1%,
+// and per service its pool waits and GC.
+func reportTail(w io.Writer, res loadgen.OpenResult, d *driver, accessLog string, vacuums []window, services []serviceRow) error {
+	fmt.Fprintf(w, "\ngenerator lag (scheduled start to send): p50 %s  p99 %s  max %s\n", res.LagP50, res.LagP99, res.LagMax)
+	gw, err := readAccessLog(accessLog, "soak-")
+	if err != nil {
+		fmt.Fprintf(w, "the gateway's access log was not read (%v): no gateway and service split\n", err)
+	}
+	names := make([]string, len(d.routes))
+	for i, r := range d.routes {
+		names[i] = r.Name
+	}
+	if err := printTail(w, tailRows(names, d.samples.all(), gw, vacuums)); err != nil {
+		return err
+	}
+	return printServices(w, services)
 }
 
 // rssWindow is how long each of the two RSS readings compared lasts: a
@@ -285,12 +310,15 @@ type driver struct {
 	counter  atomic.Uint64 // the next slot of order
 	perRoute []routeStats
 	routeN   []atomic.Uint64 // requests built per route (names stay unique)
+	// samples are the open loop's successful requests, one by one
+	// (tail.go).
+	samples samples
 }
 
 type routeStats struct {
 	requests, errors atomic.Int64
 	mu               sync.Mutex
-	latencies        []time.Duration // of the successful requests, from their send
+	latencies        []time.Duration // of the successful requests, from their scheduled start (open loop) or send
 }
 
 func (s *routeStats) observe(d time.Duration) {
@@ -330,6 +358,7 @@ func (d *driver) resetStats() {
 		d.perRoute[i].latencies = nil
 		d.perRoute[i].mu.Unlock()
 	}
+	d.samples.reset()
 }
 
 func (d *driver) describeMix() string {
@@ -346,26 +375,41 @@ func (d *driver) next(ctx context.Context) error {
 	return d.call(ctx, d.order[slot%uint64(len(d.order))])
 }
 
-// call sends one request of route i and checks its status.
+// call sends one request of route i and checks its status. Its latency
+// runs from its scheduled start in the open loop (loadgen.Scheduled), as the
+// run's own percentiles do, else from its send. Each request carries the
+// X-Request-Id soak-<route>-<n> (the pair's second request, "-2" after
+// it), by which the report finds it in the gateway's access log.
 func (d *driver) call(ctx context.Context, i int) error {
 	r := d.routes[i]
-	path, body := r.Build(d.routeN[i].Add(1)-1, &d.seeded)
+	n := d.routeN[i].Add(1) - 1
+	path, body := r.Build(n, &d.seeded)
 	s := &d.perRoute[i]
 	s.requests.Add(1)
 	start := time.Now()
-	answer, err := d.api.Do(ctx, r.Method, path, body, r.Expect)
+	scheduled := loadgen.Scheduled(ctx)
+	open := !scheduled.IsZero()
+	if !open {
+		scheduled = start
+	}
+	id := "soak-" + r.Name + "-" + strconv.FormatUint(n, 10)
+	answer, err := d.api.Do(loadgen.WithRequestID(ctx, id), r.Method, path, body, r.Expect)
 	if err == nil && r.Then != nil {
 		var method string
 		var expect int
 		if method, path, expect, err = r.Then(answer); err == nil {
-			_, err = d.api.Do(ctx, method, path, "", expect)
+			_, err = d.api.Do(loadgen.WithRequestID(ctx, id+"-2"), method, path, "", expect)
 		}
 	}
 	if err != nil {
 		s.errors.Add(1)
 		return err
 	}
-	s.observe(time.Since(start))
+	total := time.Since(scheduled)
+	s.observe(total)
+	if open {
+		d.samples.add(sample{route: i, scheduled: scheduled, lag: start.Sub(scheduled), total: total, id: id, pair: r.Then != nil})
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,9 @@ type vacuumer struct {
 	runs    int
 	longest time.Duration
 	err     error
+	// ran are the runs' spans: the report counts the slow requests that
+	// started inside one.
+	ran []window
 }
 
 // autovacuumOff reports whether the server at dbURL has autovacuum off.
@@ -54,6 +58,7 @@ func (v *vacuumer) run(ctx context.Context, dbURL string, interval time.Duration
 		defer v.mu.Unlock()
 		v.runs++
 		v.longest = max(v.longest, time.Since(start))
+		v.ran = append(v.ran, window{from: start, to: time.Now()})
 		v.err = err
 		return err == nil
 	})
@@ -69,6 +74,16 @@ func vacuumOnce(ctx context.Context, dbURL string) error {
 	// session is vacuuming is skipped, as autovacuum would.
 	_, err = conn.Exec(ctx, `VACUUM (ANALYZE, SKIP_LOCKED)`)
 	return err
+}
+
+// windows are the spans of the runs so far.
+func (v *vacuumer) windows() []window {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.ran)
 }
 
 // String is the report's line.
