@@ -188,6 +188,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	metricsBefore := scrapeAll(ctx, st.ServiceURLs)
+	machineBefore := readMachine()
 	t0 := time.Now()
 	wg.Go(func() { rec.run(rctx, t0, time.Second, st.PIDs) })
 	res, err := loadgen.RunOpen(ctx, loadgen.OpenConfig{Rate: rate, Duration: o.duration,
@@ -201,6 +202,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	machineAfter := readMachine()
 	metricsAfter := scrapeAll(ctx, st.ServiceURLs)
 	// The load's last second may end before the recorder's reading of it.
 	end := min(o.duration, rec.last())
@@ -212,6 +214,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("vacuum: %w", vac.err)
 		}
 	}
+	fmt.Fprintln(stdout, machineLine(machineBefore, machineAfter, res.Started))
 	if err := reportTail(stdout, res, d, st.Gateway.AccessLogFile, vac.windows(), serviceRows(all, metricsBefore, metricsAfter)); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -337,4 +338,76 @@ func printServices(w io.Writer, rows []serviceRow) error {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.0f\t%.1fms\t\n", r.Name, math.Max(r.Requests, 0), math.Max(r.Over100ms, 0), pool, r.GCCycles, float64(r.GCPause)/1e6)
 	}
 	return tw.Flush()
+}
+
+// machine is what the report says of the machine's contention over the
+// run: the PSI totals of /proc/pressure (the time some runnable task waited
+// for a CPU, some task for IO) and the generator's own CPU time. On a
+// shared 2-core machine these decide the tail as much as the services do.
+type machine struct {
+	at              time.Time
+	cpuSome, ioSome time.Duration // PSI "some" totals
+	selfCPU         time.Duration // this process's user + system time
+	load1           string
+	psiOK, rusageOK bool
+}
+
+func readMachine() machine {
+	m := machine{at: time.Now()}
+	var err1, err2 error
+	m.cpuSome, err1 = psiSome("/proc/pressure/cpu")
+	m.ioSome, err2 = psiSome("/proc/pressure/io")
+	m.psiOK = err1 == nil && err2 == nil
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		m.selfCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		m.rusageOK = true
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			m.load1 = f[0]
+		}
+	}
+	return m
+}
+
+// psiSome reads the "some" line's total (microseconds) of a PSI file.
+func psiSome(path string) (time.Duration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "some ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, err
+				}
+				return time.Duration(us) * time.Microsecond, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s: no some total", path)
+}
+
+// machineLine describes the run between a and b for requests sent.
+func machineLine(a, b machine, requests int) string {
+	wall := b.at.Sub(a.at)
+	if wall <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("machine: load average %s at the start, %s at the end", a.load1, b.load1)
+	if a.psiOK && b.psiOK {
+		s += fmt.Sprintf("; some task waited for a CPU %.0f%% of the time, for IO %.0f%% (PSI)",
+			100*float64(b.cpuSome-a.cpuSome)/float64(wall), 100*float64(b.ioSome-a.ioSome)/float64(wall))
+	}
+	if a.rusageOK && b.rusageOK && requests > 0 {
+		s += fmt.Sprintf("; the load generator used %.0f µs of CPU per request", float64(b.selfCPU-a.selfCPU)/1e3/float64(requests))
+	}
+	return s
 }

@@ -103,3 +103,18 @@ http_request_duration_seconds_count{method="GET",route="/readyz"} 4
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 }
+
+func TestMachineLine(t *testing.T) {
+	t0 := time.Now()
+	a := machine{at: t0, load1: "1.00", psiOK: true, rusageOK: true}
+	b := machine{at: t0.Add(10 * time.Second), cpuSome: 5 * time.Second, ioSome: time.Second, selfCPU: 100 * time.Millisecond,
+		load1: "2.50", psiOK: true, rusageOK: true}
+	got := machineLine(a, b, 1000)
+	want := "machine: load average 1.00 at the start, 2.50 at the end; some task waited for a CPU 50% of the time, for IO 10% (PSI); the load generator used 100 µs of CPU per request"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if m := readMachine(); m.at.IsZero() || !m.rusageOK {
+		t.Fatalf("this process's rusage: %+v", m)
+	}
+}
