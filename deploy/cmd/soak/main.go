@@ -55,6 +55,7 @@ type options struct {
 	logLevel    string
 	natsNodes   int                 // -nats-nodes: 3 runs against a NATS cluster
 	vacuum      time.Duration       // VACUUM interval when the server has autovacuum off; 0: never
+	conns       int                 // connections to the gateway the requests are spread over
 	env         map[string][]string // per service, from -env
 }
 
@@ -79,6 +80,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "print the stack's logs")
 	fs.DurationVar(&o.vacuum, "vacuum", 30*time.Second, "when the PostgreSQL server has autovacuum off, VACUUM (ANALYZE) the soak's database this often in its stead (0: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
+	fs.IntVar(&o.conns, "conns", 1, "HTTP/2 connections to the gateway the requests are spread over, one after another (many users' browsers); 1: every request multiplexed over one")
 	fs.IntVar(&o.natsNodes, "nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
 	o.env = map[string][]string{}
 	fs.Func("env", "service:NAME=VALUE, a variable for one service (repeatable), e.g. tickets:DEBUG_ADDR=127.0.0.1:6061", func(v string) error {
@@ -95,8 +97,8 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case o.peakC < 1 || o.peakD <= 0 || o.rate < 0 || o.rssLimit <= 0 || o.seedTickets < 1:
-		return o, errors.New("-peak-c, -peak-d, -rss-limit and -tickets must be positive, -rate not negative")
+	case o.peakC < 1 || o.peakD <= 0 || o.rate < 0 || o.rssLimit <= 0 || o.seedTickets < 1 || o.conns < 1:
+		return o, errors.New("-peak-c, -peak-d, -rss-limit, -tickets and -conns must be positive, -rate not negative")
 	case o.duration < o.warmup+30*time.Second:
 		return o, fmt.Errorf("-d %s leaves no time to measure after the %s warm-up (at least warm-up + 30s)", o.duration, o.warmup)
 	}
@@ -134,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}()
 
-	d := newDriver(loadgen.NewClient(pooledClient(st.HTTPClient(), 512), st.HTTPSURL), st.Demo, mix())
+	d := newDriver(loadgen.NewClient(spreadClient(st.HTTPClient(), o.conns, 512), st.HTTPSURL), st.Demo, mix())
 	if err := d.login(ctx); err != nil {
 		return err
 	}
@@ -468,17 +470,37 @@ func (d *driver) seed(ctx context.Context, n int) error {
 	return nil
 }
 
-// pooledClient keeps up to conns idle connections to the gateway: an open
-// loop has many requests in flight, and each new connection would cost a
-// TLS handshake.
-func pooledClient(c *http.Client, conns int) *http.Client {
+// spreadClient sends the requests over n connections of their own
+// (transports cloned from c's), taken in turn, each keeping up to idle idle
+// connections: an open loop has many requests in flight, and each new
+// connection would cost a TLS handshake. HTTP/2 multiplexes every request
+// of a transport over one connection, whose frames one goroutine reads on
+// each side: n spreads them as many users' browsers would.
+func spreadClient(c *http.Client, n, idle int) *http.Client {
 	tr, ok := c.Transport.(*http.Transport)
 	if !ok {
 		return c
 	}
-	tr = tr.Clone()
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns, conns
+	rr := &roundRobin{}
+	for range max(n, 1) {
+		t := tr.Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = idle, idle
+		rr.rts = append(rr.rts, t)
+	}
 	cc := *c
-	cc.Transport = tr
+	cc.Transport = rr
+	if n <= 1 {
+		cc.Transport = rr.rts[0]
+	}
 	return &cc
+}
+
+// roundRobin sends each request through the next of its transports.
+type roundRobin struct {
+	rts  []http.RoundTripper
+	next atomic.Uint64
+}
+
+func (r *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
+	return r.rts[(r.next.Add(1)-1)%uint64(len(r.rts))].RoundTrip(req)
 }

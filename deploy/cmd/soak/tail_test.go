@@ -1,8 +1,11 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -116,5 +119,44 @@ func TestMachineLine(t *testing.T) {
 	}
 	if m := readMachine(); m.at.IsZero() || !m.rusageOK {
 		t.Fatalf("this process's rusage: %+v", m)
+	}
+}
+
+// The requests go over n HTTP/2 connections in turn.
+func TestSpreadClient(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]int{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		remotes[r.RemoteAddr]++
+		mu.Unlock()
+		if r.ProtoMajor != 2 {
+			w.WriteHeader(http.StatusHTTPVersionNotSupported)
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	for _, n := range []int{1, 3} {
+		clear(remotes)
+		c := spreadClient(srv.Client(), n, 8)
+		for range 6 {
+			resp, err := c.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		if len(remotes) != n {
+			t.Fatalf("%d connections: %v", n, remotes)
+		}
+		for addr, k := range remotes {
+			if k != 6/n {
+				t.Fatalf("connection %s took %d of 6 requests over %d", addr, k, n)
+			}
+		}
 	}
 }
