@@ -26,8 +26,18 @@ func NewClient(hc *http.Client, baseURL string) *Client {
 	return &Client{HTTP: hc, BaseURL: baseURL}
 }
 
+type requestIDKey struct{}
+
+// WithRequestID makes the requests built with ctx carry id in X-Request-Id
+// (the services take a client's id, and the gateway's access log keeps
+// it): a load run can find each of its requests in the logs.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
 // NewRequest builds a request to the base URL's path; a non-empty body is
-// sent as JSON. It carries no token: see Authorize.
+// sent as JSON, and the id of WithRequestID, if any, in X-Request-Id. It
+// carries no token: see Authorize.
 func (c *Client) NewRequest(ctx context.Context, method, path, body string) (*http.Request, error) {
 	var rd io.Reader
 	if body != "" {
@@ -39,6 +49,9 @@ func (c *Client) NewRequest(ctx context.Context, method, path, body string) (*ht
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if id, _ := ctx.Value(requestIDKey{}).(string); id != "" {
+		req.Header.Set("X-Request-Id", id)
 	}
 	return req, nil
 }

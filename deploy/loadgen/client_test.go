@@ -79,7 +79,11 @@ func TestClientNewRequest(t *testing.T) {
 	tok := "t"
 	c.token.Store(&tok)
 	c.Authorize(req)
-	if req.Header.Get("Authorization") != "Bearer t" {
+	if req.Header.Get("Authorization") != "Bearer t" || req.Header.Get("X-Request-Id") != "" {
 		t.Fatalf("authorized: %v", req.Header)
+	}
+	req, _ = c.NewRequest(WithRequestID(t.Context(), "soak-x-1"), http.MethodGet, "/", "")
+	if req.Header.Get("X-Request-Id") != "soak-x-1" {
+		t.Fatalf("with a request id: %v", req.Header)
 	}
 }

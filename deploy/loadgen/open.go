@@ -49,6 +49,22 @@ type OpenResult struct {
 	Result
 	Started      int
 	ErrorsByKind map[string]int
+	// Lag is how late the generator itself started the requests it sent:
+	// from each one's scheduled start to its Call (the timer's wake-up and
+	// the scheduling of the generator's goroutines, which a busy machine
+	// delays). A lag near the latency percentiles means the generator, not
+	// the server, made them.
+	LagP50, LagP99, LagMax time.Duration
+}
+
+type scheduledKey struct{}
+
+// Scheduled is the scheduled start of the open-loop request whose Call got
+// ctx (zero outside RunOpen): a Call that keeps its own figures (per route)
+// measures from it, as RunOpen does.
+func Scheduled(ctx context.Context) time.Time {
+	t, _ := ctx.Value(scheduledKey{}).(time.Time)
+	return t
 }
 
 // ErrOverload is a request that was due while MaxInFlight requests were
@@ -107,6 +123,7 @@ func RunOpen(ctx context.Context, cfg OpenConfig) (OpenResult, error) {
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
+		lags      []time.Duration
 		res       = OpenResult{ErrorsByKind: map[string]int{}}
 		inFlight  int
 		wg        sync.WaitGroup
@@ -163,13 +180,15 @@ func RunOpen(ctx context.Context, cfg OpenConfig) (OpenResult, error) {
 		inFlight++
 		mu.Unlock()
 		wg.Go(func() {
-			rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			lag := time.Since(due)
+			rctx, cancel := context.WithTimeout(context.WithValue(ctx, scheduledKey{}, due), cfg.Timeout)
 			err := cfg.Call(rctx)
 			cancel()
 			d := time.Since(due)
 			mu.Lock()
 			defer mu.Unlock()
 			inFlight--
+			lags = append(lags, lag)
 			if err != nil {
 				fail(err)
 				return
@@ -189,6 +208,10 @@ func RunOpen(ctx context.Context, cfg OpenConfig) (OpenResult, error) {
 	if n := len(latencies); n > 0 {
 		res.P50, res.P90, res.P99 = percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99)
 		res.Max = latencies[n-1]
+	}
+	if n := len(lags); n > 0 {
+		slices.Sort(lags)
+		res.LagP50, res.LagP99, res.LagMax = percentile(lags, 50), percentile(lags, 99), lags[n-1]
 	}
 	return res, nil
 }

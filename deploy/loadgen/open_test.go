@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,6 +71,40 @@ func TestRunOpenKeepsTheRate(t *testing.T) {
 	}
 	if progress.Load() < 3 {
 		t.Fatalf("progress reported %d times in 500 ms every 100 ms", progress.Load())
+	}
+}
+
+// Each Call knows its scheduled start, and the generator's lag is measured
+// from it: at most the latency, which includes it.
+func TestRunOpenScheduledAndLag(t *testing.T) {
+	var mu sync.Mutex
+	var starts []time.Time
+	res, err := RunOpen(t.Context(), OpenConfig{Rate: 100, Duration: 100 * time.Millisecond, Call: func(ctx context.Context) error {
+		s := Scheduled(ctx)
+		if s.IsZero() || time.Since(s) < 0 {
+			return errors.New("no scheduled start")
+		}
+		mu.Lock()
+		starts = append(starts, s)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 10 || res.Errors != 0 || len(starts) != 10 {
+		t.Fatalf("result %+v, %d starts", res, len(starts))
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	if gap := starts[9].Sub(starts[0]); gap != 90*time.Millisecond {
+		t.Fatalf("scheduled starts 10 ms apart span %s, want 90ms", gap)
+	}
+	if res.LagMax <= 0 || res.LagP50 > res.LagP99 || res.LagMax > res.Max || res.P50 < 5*time.Millisecond {
+		t.Fatalf("lag p50 %s p99 %s max %s, latency %+v", res.LagP50, res.LagP99, res.LagMax, res.Result)
+	}
+	if Scheduled(t.Context()) != (time.Time{}) {
+		t.Fatal("a context outside RunOpen has a scheduled start")
 	}
 }
 

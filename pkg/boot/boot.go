@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -271,6 +272,10 @@ func (d *Deps) Serve(ctx context.Context, addr string, stdout io.Writer) error {
 	if d.cfg.DebugAddr != "" {
 		debugCtx, stopDebug := context.WithCancel(context.WithoutCancel(ctx))
 		defer stopDebug()
+		// Waits (channels, locks, the pool's acquire) show in
+		// /debug/pprof/block and /debug/pprof/mutex only when sampled.
+		runtime.SetBlockProfileRate(d.cfg.DebugBlockRate)
+		runtime.SetMutexProfileFraction(d.cfg.DebugMutexFraction)
 		if _, err := serveDebug(debugCtx, d.cfg.DebugAddr, d.Log); err != nil {
 			return errors.Join(fmt.Errorf("DEBUG_ADDR: %w", err), ln.Close(), d.Close())
 		}

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ type options struct {
 	logLevel    string
 	natsNodes   int                 // -nats-nodes: 3 runs against a NATS cluster
 	vacuum      time.Duration       // VACUUM interval when the server has autovacuum off; 0: never
+	conns       int                 // connections to the gateway the requests are spread over
 	env         map[string][]string // per service, from -env
 }
 
@@ -78,6 +80,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "print the stack's logs")
 	fs.DurationVar(&o.vacuum, "vacuum", 30*time.Second, "when the PostgreSQL server has autovacuum off, VACUUM (ANALYZE) the soak's database this often in its stead (0: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "services' LOG_LEVEL (info logs every request, as in production)")
+	fs.IntVar(&o.conns, "conns", 1, "HTTP/2 connections to the gateway the requests are spread over, one after another (many users' browsers); 1: every request multiplexed over one")
 	fs.IntVar(&o.natsNodes, "nats-nodes", 1, "NATS servers: 1, or 3 for a cluster (every stream with three replicas)")
 	o.env = map[string][]string{}
 	fs.Func("env", "service:NAME=VALUE, a variable for one service (repeatable), e.g. tickets:DEBUG_ADDR=127.0.0.1:6061", func(v string) error {
@@ -94,8 +97,8 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case o.peakC < 1 || o.peakD <= 0 || o.rate < 0 || o.rssLimit <= 0 || o.seedTickets < 1:
-		return o, errors.New("-peak-c, -peak-d, -rss-limit and -tickets must be positive, -rate not negative")
+	case o.peakC < 1 || o.peakD <= 0 || o.rate < 0 || o.rssLimit <= 0 || o.seedTickets < 1 || o.conns < 1:
+		return o, errors.New("-peak-c, -peak-d, -rss-limit, -tickets and -conns must be positive, -rate not negative")
 	case o.duration < o.warmup+30*time.Second:
 		return o, fmt.Errorf("-d %s leaves no time to measure after the %s warm-up (at least warm-up + 30s)", o.duration, o.warmup)
 	}
@@ -133,7 +136,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}()
 
-	d := newDriver(loadgen.NewClient(pooledClient(st.HTTPClient(), 512), st.HTTPSURL), st.Demo, mix())
+	d := newDriver(loadgen.NewClient(spreadClient(st.HTTPClient(), o.conns, 512), st.HTTPSURL), st.Demo, mix())
 	if err := d.login(ctx); err != nil {
 		return err
 	}
@@ -186,6 +189,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			wg.Go(func() { vac.run(rctx, st.DatabaseURL, o.vacuum) })
 		}
 	}
+	metricsBefore := scrapeAll(ctx, st.ServiceURLs)
+	machineBefore := readMachine()
 	t0 := time.Now()
 	wg.Go(func() { rec.run(rctx, t0, time.Second, st.PIDs) })
 	res, err := loadgen.RunOpen(ctx, loadgen.OpenConfig{Rate: rate, Duration: o.duration,
@@ -199,6 +204,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	machineAfter := readMachine()
+	metricsAfter := scrapeAll(ctx, st.ServiceURLs)
 	// The load's last second may end before the recorder's reading of it.
 	end := min(o.duration, rec.last())
 	rssStart := rec.median(o.warmup, o.warmup+win)
@@ -209,7 +216,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("vacuum: %w", vac.err)
 		}
 	}
+	fmt.Fprintln(stdout, machineLine(machineBefore, machineAfter, res.Started))
+	if err := reportTail(stdout, res, d, st.Gateway.AccessLogFile, vac.windows(), serviceRows(all, metricsBefore, metricsAfter)); err != nil {
+		return err
+	}
 	return report(stdout, res, d, all, rssStart, rssEnd, rec.peak(), o.rssLimit)
+}
+
+// reportTail says where the open loop's slowest requests spent their time
+// (tail.go): the generator's lag, per route the split of its slowest 1%,
+// and per service its pool waits and GC.
+func reportTail(w io.Writer, res loadgen.OpenResult, d *driver, accessLog string, vacuums []window, services []serviceRow) error {
+	fmt.Fprintf(w, "\ngenerator lag (scheduled start to send): p50 %s  p99 %s  max %s\n", res.LagP50, res.LagP99, res.LagMax)
+	gw, err := readAccessLog(accessLog, "soak-")
+	if err != nil {
+		fmt.Fprintf(w, "the gateway's access log was not read (%v): no gateway and service split\n", err)
+	}
+	names := make([]string, len(d.routes))
+	for i, r := range d.routes {
+		names[i] = r.Name
+	}
+	if err := printTail(w, tailRows(names, d.samples.all(), gw, vacuums)); err != nil {
+		return err
+	}
+	return printServices(w, services)
 }
 
 // rssWindow is how long each of the two RSS readings compared lasts: a
@@ -285,12 +315,15 @@ type driver struct {
 	counter  atomic.Uint64 // the next slot of order
 	perRoute []routeStats
 	routeN   []atomic.Uint64 // requests built per route (names stay unique)
+	// samples are the open loop's successful requests, one by one
+	// (tail.go).
+	samples samples
 }
 
 type routeStats struct {
 	requests, errors atomic.Int64
 	mu               sync.Mutex
-	latencies        []time.Duration // of the successful requests, from their send
+	latencies        []time.Duration // of the successful requests, from their scheduled start (open loop) or send
 }
 
 func (s *routeStats) observe(d time.Duration) {
@@ -330,6 +363,7 @@ func (d *driver) resetStats() {
 		d.perRoute[i].latencies = nil
 		d.perRoute[i].mu.Unlock()
 	}
+	d.samples.reset()
 }
 
 func (d *driver) describeMix() string {
@@ -346,26 +380,41 @@ func (d *driver) next(ctx context.Context) error {
 	return d.call(ctx, d.order[slot%uint64(len(d.order))])
 }
 
-// call sends one request of route i and checks its status.
+// call sends one request of route i and checks its status. Its latency
+// runs from its scheduled start in the open loop (loadgen.Scheduled), as the
+// run's own percentiles do, else from its send. Each request carries the
+// X-Request-Id soak-<route>-<n> (the pair's second request, "-2" after
+// it), by which the report finds it in the gateway's access log.
 func (d *driver) call(ctx context.Context, i int) error {
 	r := d.routes[i]
-	path, body := r.Build(d.routeN[i].Add(1)-1, &d.seeded)
+	n := d.routeN[i].Add(1) - 1
+	path, body := r.Build(n, &d.seeded)
 	s := &d.perRoute[i]
 	s.requests.Add(1)
 	start := time.Now()
-	answer, err := d.api.Do(ctx, r.Method, path, body, r.Expect)
+	scheduled := loadgen.Scheduled(ctx)
+	open := !scheduled.IsZero()
+	if !open {
+		scheduled = start
+	}
+	id := "soak-" + r.Name + "-" + strconv.FormatUint(n, 10)
+	answer, err := d.api.Do(loadgen.WithRequestID(ctx, id), r.Method, path, body, r.Expect)
 	if err == nil && r.Then != nil {
 		var method string
 		var expect int
 		if method, path, expect, err = r.Then(answer); err == nil {
-			_, err = d.api.Do(ctx, method, path, "", expect)
+			_, err = d.api.Do(loadgen.WithRequestID(ctx, id+"-2"), method, path, "", expect)
 		}
 	}
 	if err != nil {
 		s.errors.Add(1)
 		return err
 	}
-	s.observe(time.Since(start))
+	total := time.Since(scheduled)
+	s.observe(total)
+	if open {
+		d.samples.add(sample{route: i, scheduled: scheduled, lag: start.Sub(scheduled), total: total, id: id, pair: r.Then != nil})
+	}
 	return nil
 }
 
@@ -421,17 +470,37 @@ func (d *driver) seed(ctx context.Context, n int) error {
 	return nil
 }
 
-// pooledClient keeps up to conns idle connections to the gateway: an open
-// loop has many requests in flight, and each new connection would cost a
-// TLS handshake.
-func pooledClient(c *http.Client, conns int) *http.Client {
+// spreadClient sends the requests over n connections of their own
+// (transports cloned from c's), taken in turn, each keeping up to idle idle
+// connections: an open loop has many requests in flight, and each new
+// connection would cost a TLS handshake. HTTP/2 multiplexes every request
+// of a transport over one connection, whose frames one goroutine reads on
+// each side: n spreads them as many users' browsers would.
+func spreadClient(c *http.Client, n, idle int) *http.Client {
 	tr, ok := c.Transport.(*http.Transport)
 	if !ok {
 		return c
 	}
-	tr = tr.Clone()
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns, conns
+	rr := &roundRobin{}
+	for range max(n, 1) {
+		t := tr.Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = idle, idle
+		rr.rts = append(rr.rts, t)
+	}
 	cc := *c
-	cc.Transport = tr
+	cc.Transport = rr
+	if n <= 1 {
+		cc.Transport = rr.rts[0]
+	}
 	return &cc
+}
+
+// roundRobin sends each request through the next of its transports.
+type roundRobin struct {
+	rts  []http.RoundTripper
+	next atomic.Uint64
+}
+
+func (r *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
+	return r.rts[(r.next.Add(1)-1)%uint64(len(r.rts))].RoundTrip(req)
 }
