@@ -158,6 +158,15 @@ type Publisher interface {
 	PublishRaw(ctx context.Context, subject, msgID string, data []byte) error
 }
 
+// BatchPublisher is a Publisher that can also send a batch without
+// waiting for each acknowledgement (natsbus.Bus): PublishBatch publishes n
+// messages (message(i) gives each) and returns how many of the first, in
+// order, were acknowledged. The relay uses
+// it when its publisher has it.
+type BatchPublisher interface {
+	PublishBatch(ctx context.Context, n int, message func(i int) (mctx context.Context, subject, msgID string, data []byte)) (int, error)
+}
+
 // Relay moves committed rows from the outbox table to JetStream.
 type Relay struct {
 	db    *pgxpool.Pool
@@ -320,20 +329,20 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("outbox: claim: %w", err)
 	}
-	var done []int64
-	var perr error
-	for _, m := range claimed {
+	done, perr := r.publish(ctx, len(claimed), func(i int) (context.Context, Message) {
 		// The publish continues the writer's trace, not the relay's.
+		m := claimed[i]
 		pctx := telemetry.WithTraceContext(ctx, m.TraceParent, m.TraceState)
 		if m.RequestID != "" {
 			pctx = requestid.With(pctx, m.RequestID)
 		}
-		if perr = r.pub.PublishRaw(pctx, m.Subject, m.ID, m.Data); perr != nil {
-			break
-		}
-		done = append(done, m.seq)
+		return pctx, m.Message
+	})
+	seqs := make([]int64, done)
+	for i := range done {
+		seqs[i] = claimed[i].seq
 	}
-	if len(done) > 0 {
+	if done > 0 {
 		// The commit does not wait for its WAL to reach the disk
 		// (asynchronous commit, this transaction only): a DELETE that a
 		// crash loses publishes its rows again, which the stream drops as
@@ -343,7 +352,7 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 		// path queued behind them (make soak, deploy/README.md).
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL synchronous_commit = off`)
-		b.Queue(`DELETE FROM outbox WHERE seq = ANY($1)`, done)
+		b.Queue(`DELETE FROM outbox WHERE seq = ANY($1)`, seqs)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return 0, errors.Join(perr, fmt.Errorf("outbox: delete published: %w", err))
 		}
@@ -354,7 +363,29 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 		}
 	}
 	if perr != nil {
-		return len(done), fmt.Errorf("outbox: publish: %w", perr)
+		return done, fmt.Errorf("outbox: publish: %w", perr)
 	}
-	return len(done), nil
+	return done, nil
+}
+
+// publish publishes the n claimed messages (message(i) gives each with its
+// context) in order and returns how many of the first were acknowledged:
+// in one batch when the publisher has PublishBatch, else one at a time,
+// stopping at the first failure. The rows from the first failure on stay
+// for the next round; a message of theirs that did reach the stream is
+// dropped there as a duplicate.
+func (r *Relay) publish(ctx context.Context, n int, message func(i int) (context.Context, Message)) (int, error) {
+	if bp, ok := r.pub.(BatchPublisher); ok && n > 1 {
+		return bp.PublishBatch(ctx, n, func(i int) (context.Context, string, string, []byte) {
+			mctx, m := message(i)
+			return mctx, m.Subject, m.ID, m.Data
+		})
+	}
+	for i := range n {
+		mctx, m := message(i)
+		if err := r.pub.PublishRaw(mctx, m.Subject, m.ID, m.Data); err != nil {
+			return i, err
+		}
+	}
+	return n, nil
 }
