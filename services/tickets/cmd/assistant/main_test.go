@@ -17,7 +17,7 @@ import (
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "assistant", run, "tickets",
 		[]string{"attachment_usage", "attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
-			"schema_migrations", "ticket_activity", "ticket_counts", "ticket_messages", "ticket_summaries", "tickets", "topic_names"},
+			"schema_migrations", "ticket_activity", "ticket_counts", "ticket_filter_counts", "ticket_messages", "ticket_summaries", "tickets", "topic_names"},
 		map[string]string{"ASSISTANT_CONCURRENCY": "0"},
 		map[string]string{"AI_TIMEOUT": "2m"},
 		map[string]string{"AI_MAX_RETRIES": "-1"})

@@ -22,7 +22,7 @@ import (
 func TestMigrateAndCommands(t *testing.T) {
 	servicetest.MigrateTest(t, "tickets", run, "tickets",
 		[]string{"attachment_usage", "attachments", "blob_garbage", "end_users", "feedback_comments", "message_topics", "message_votes", "outbox",
-			"schema_migrations", "ticket_activity", "ticket_counts", "ticket_messages", "ticket_summaries", "tickets", "topic_names"},
+			"schema_migrations", "ticket_activity", "ticket_counts", "ticket_filter_counts", "ticket_messages", "ticket_summaries", "tickets", "topic_names"},
 		map[string]string{"SHUTDOWN_GRACE": "soon", "TICKET_REF_SECRET": refSecret},
 		map[string]string{"REQUEST_TIMEOUT": "a minute", "TICKET_REF_SECRET": refSecret},
 		// Serving needs the references' secret, of at least 32 bytes.

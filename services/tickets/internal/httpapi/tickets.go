@@ -187,7 +187,11 @@ func (h *Handlers) listTickets(c *gin.Context) error {
 	if l.Next != "" {
 		out.NextCursor = &l.Next
 	}
-	c.JSON(http.StatusOK, out)
+	body, err := appendTicketPage(make([]byte, 0, 64+512*len(out.Items)), out)
+	if err != nil {
+		return err
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
 	return nil
 }
 

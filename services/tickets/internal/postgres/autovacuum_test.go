@@ -11,9 +11,10 @@ import (
 func TestAutovacuumSettingsOfTheBusiestTables(t *testing.T) {
 	_, pool := newStore(t)
 	want := map[string][]string{
-		"tickets":       {"autovacuum_vacuum_scale_factor=0.02", "autovacuum_analyze_scale_factor=0.05"},
-		"ticket_counts": {"autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000"},
-		"outbox":        {"autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000"},
+		"tickets":              {"autovacuum_vacuum_scale_factor=0.02", "autovacuum_analyze_scale_factor=0.05"},
+		"ticket_counts":        {"autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000"},
+		"ticket_filter_counts": {"autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000"},
+		"outbox":               {"autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000"},
 	}
 	for table, opts := range want {
 		var got []string

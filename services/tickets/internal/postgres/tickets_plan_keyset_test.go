@@ -140,25 +140,40 @@ func TestTkListPlanBounded100k(t *testing.T) {
 		name string
 		f    tickets.TicketFilter
 		// maxRows bounds what the page reads; count bounds the count's
-		// rows (-1: from the counters).
+		// rows (-1: from the counters, per status or per channel or rep).
 		maxRows, count float64
 	}{
 		{"none", tickets.TicketFilter{}, 200, -1},
 		{"status", tickets.TicketFilter{Status: st(tickets.StatusPending)}, 500, -1},
 		{"isClosed", tickets.TicketFilter{IsClosed: &no}, 500, -1},
-		{"channel", tickets.TicketFilter{ChannelID: ptr(3)}, 500, 20000},
+		{"channel", tickets.TicketFilter{ChannelID: ptr(3)}, 500, -1},
 		{"end user", tickets.TicketFilter{EndUserID: ptr(10000 + 17)}, 500, 100},
 		// One ticket in 50: a sort other than dateCreated walks its index
 		// filtering (the default sort has an index of its own, 014).
-		{"rep", tickets.TicketFilter{CustomerRepID: ptr(120)}, 3000, 2000},
-		{"rep, default sort only", tickets.TicketFilter{CustomerRepID: ptr(120)}, 100, 2000},
+		{"rep", tickets.TicketFilter{CustomerRepID: ptr(120)}, 3000, -1},
+		{"rep, default sort only", tickets.TicketFilter{CustomerRepID: ptr(120)}, 100, -1},
 		// The topic's tickets (1,000): its messages, their tickets.
 		{"topic", tickets.TicketFilter{TopicID: ptr(7)}, 4000, 4000},
 		{"created window", tickets.TicketFilter{CreatedFrom: &from, CreatedBefore: &before}, 500, 40000},
-		{"status and channel", tickets.TicketFilter{Status: st(tickets.StatusOpen), ChannelID: ptr(1)}, 500, 20000},
+		{"status and channel", tickets.TicketFilter{Status: st(tickets.StatusOpen), ChannelID: ptr(1)}, 500, -1},
 		{"search subject word", tickets.TicketFilter{Q: "zanzibar"}, 2000, 2000},
 		{"search message words", tickets.TicketFilter{Q: "courier rude"}, 2000, 2000},
 		{"search and status", tickets.TicketFilter{Q: "zanzibar", Status: st(tickets.StatusOpen)}, 2000, 2000},
+	}
+	// A page's tickets by id with their topics and escalation comments: the
+	// page's rows and theirs, by index (the ids of a page of 20 tickets
+	// with topics, after 5 runs so that the plan is the generic one).
+	var ids []int64
+	if err := pool.QueryRow(context.Background(), `SELECT array_agg(ticket_id) FROM (SELECT DISTINCT m.ticket_id
+		FROM message_topics mt JOIN ticket_messages m ON m.message_id = mt.message_id WHERE mt.customer_id = 1 LIMIT 20) x`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	for range 6 {
+		plan, _ = tkPlan(t, pool, pageDetailsSQL, int64(1), ids)
+	}
+	if rows, seq := planRows(t, plan); len(seq) > 0 || rows > 200 {
+		t.Errorf("the page's details read %.0f rows, sequential scans %v: %s", rows, seq, planShape(t, plan))
 	}
 	var sorts []tickets.TicketSort
 	for _, by := range []string{tickets.TicketSortCreated, tickets.TicketSortUpdated, tickets.TicketSortID} {
@@ -210,15 +225,16 @@ func TestTkListPlanBounded100k(t *testing.T) {
 				if testing.Verbose() {
 					t.Logf("%-60s page %6.0f rows %6.2f ms", name, rows, ms)
 				}
-				if deep || sort != (tickets.TicketSort{By: tickets.TicketSortCreated, Desc: true}) {
-					continue
+				if deep || sort != (tickets.TicketSort{By: tickets.TicketSortCreated, Desc: true}) || q.search() {
+					continue // a search's count is its page's statement
 				}
 				countPlan, countMS := tkPlan(t, pool, q.countSQL, q.countArgs...)
 				crows, cseq := planRows(t, countPlan)
 				switch {
 				case fc.count < 0:
 					// The counters: a handful of rows of a small table.
-					if crows > 100 || !strings.Contains(countPlan, `"Relation Name": "ticket_counts"`) {
+					if crows > 100 || !strings.Contains(countPlan, `"Relation Name": "ticket_counts"`) &&
+						!strings.Contains(countPlan, `"Relation Name": "ticket_filter_counts"`) {
 						t.Errorf("%s: the count reads %.0f rows, not the counters: %s", name, crows, planShape(t, countPlan))
 					}
 				case len(cseq) > 0 || crows > 1.1*fc.count+100:

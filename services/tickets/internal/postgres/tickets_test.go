@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ func tkList(t *testing.T, s *postgres.Store, customerID int64, f tickets.TicketF
 }
 
 // tkCounts compares the counters with a real count, per customer and
-// status.
+// status, and per customer, channel or rep, and status.
 func tkCounts(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	var diff int
@@ -90,6 +91,19 @@ func tkCounts(t *testing.T, pool *pgxpool.Pool) {
 	}
 	if diff != 0 || diff2 != 0 {
 		t.Fatalf("ticket_counts differ from the tickets (%d, %d rows)", diff, diff2)
+	}
+	// The per-channel and per-rep counters (015), both ways.
+	const real = `SELECT customer_id, 'channel' AS kind, channel_id AS value, status, count(*) AS n FROM tickets GROUP BY 1, 2, 3, 4
+		UNION ALL SELECT customer_id, 'rep', customer_rep_id, status, count(*) FROM tickets WHERE customer_rep_id IS NOT NULL
+		GROUP BY 1, 2, 3, 4`
+	const kept = `SELECT customer_id, kind, value, status, sum(n) AS n FROM ticket_filter_counts GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0`
+	err = pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM (`+kept+` EXCEPT ALL SELECT * FROM (`+real+`) r) x),
+		(SELECT count(*) FROM (SELECT * FROM (`+real+`) r EXCEPT ALL `+kept+`) y)`).Scan(&diff, &diff2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff != 0 || diff2 != 0 {
+		t.Fatalf("ticket_filter_counts differ from the tickets (%d, %d rows)", diff, diff2)
 	}
 }
 
@@ -152,6 +166,13 @@ func TestTkTicketLifecycle(t *testing.T) {
 	if len(got.FeedbackComments) != 2 || got.FeedbackComments[0].Comment != "wrong answer" || got.FeedbackComments[1].MessageID != m ||
 		!got.FeedbackComments[1].CreatedAt.Equal(clock.Add(time.Minute)) {
 		t.Fatalf("feedback %+v", got.FeedbackComments)
+	}
+	// The list reads the same ticket, comments and all (its own statement).
+	if l, err := s.ListTickets(ctx, tenantA, tickets.TicketFilter{}, paging.Page{Number: 1, Size: 100}); err != nil {
+		t.Fatal(err)
+	} else if i := slices.IndexFunc(l.Items, func(x tickets.TicketDetails) bool { return x.ID == d.ID }); i < 0 ||
+		!reflect.DeepEqual(l.Items[i], got) {
+		t.Fatalf("listed %+v, want %+v", l.Items, got)
 	}
 
 	// An update: the subject is searchable under its new words.
@@ -258,6 +279,15 @@ func TestTkListFiltersSortAndSearch(t *testing.T) {
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO message_topics (customer_id, message_id, topic_id) VALUES ($1, $2, 9)`, tenantA, m); err != nil {
 		t.Fatal(err)
+	}
+	// Its topic comes with the ticket, in the list as in the details.
+	if l, err := s.ListTickets(ctx, tenantA, tickets.TicketFilter{}, paging.Page{Number: 1, Size: 100}); err != nil {
+		t.Fatal(err)
+	} else if one, err := s.TicketDetails(ctx, tenantA, ids[3]); err != nil || !slices.Equal(one.Topics, []string{"Billing"}) {
+		t.Fatalf("details %+v %v", one, err)
+	} else if i := slices.IndexFunc(l.Items, func(x tickets.TicketDetails) bool { return x.ID == ids[3] }); i < 0 ||
+		!reflect.DeepEqual(l.Items[i], one) {
+		t.Fatalf("listed %+v, want %+v", l.Items, one)
 	}
 	rev := func(xs ...int64) []int64 { out := slices.Clone(xs); slices.Reverse(out); return out }
 	ptr := func(v int64) *int64 { return &v }

@@ -61,6 +61,11 @@ func TestTicketActivityFollowsTickets(t *testing.T) {
 		`DELETE FROM tickets WHERE ticket_id % 7 = 0`,
 		// An administrator's renumbering (no messages on these tickets).
 		`UPDATE tickets SET ticket_id = ticket_id + 1000, status = 'Pending' WHERE ticket_id % 11 = 0`,
+		// A rep, then a channel, changed with the status unchanged: the
+		// per-rep and per-channel counters (015) follow.
+		`UPDATE tickets SET customer_rep_id = 1 + ticket_id % 3 WHERE ticket_id % 2 = 0`,
+		`UPDATE tickets SET channel_id = 2 WHERE ticket_id % 4 = 0`,
+		`UPDATE tickets SET customer_rep_id = NULL WHERE ticket_id % 6 = 0`,
 	}
 	for _, sql := range steps {
 		if _, err := pool.Exec(ctx, sql); err != nil {
@@ -69,6 +74,7 @@ func TestTicketActivityFollowsTickets(t *testing.T) {
 		if n := diff(); n != 0 {
 			t.Fatalf("after %.40s: %d tickets differ from their activity rows", sql, n)
 		}
+		tkCounts(t, pool)
 	}
 	var n, counted int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM ticket_activity`).Scan(&n); err != nil || n != 43 {

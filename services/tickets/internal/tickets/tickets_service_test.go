@@ -402,4 +402,19 @@ func TestTkSearchConfig(t *testing.T) {
 	if got := SearchConfig("Meine Rechnung ist leider falsch und die Lieferung kam viel zu spät"); got != "german" {
 		t.Errorf("German sentence: %s", got)
 	}
+	// Remembered: the same answers again, and a full memo starts again.
+	if SearchConfig("refunds") != FallbackSearchConfig ||
+		SearchConfig("Meine Rechnung ist leider falsch und die Lieferung kam viel zu spät") != "german" {
+		t.Error("a remembered query answers otherwise")
+	}
+	m := &configMemo{max: 2}
+	m.put("a", "english")
+	m.put("b", "german")
+	m.put("c", "french")
+	if _, ok := m.get("a"); ok || len(m.m) != 1 {
+		t.Errorf("the memo holds %v past its bound", m.m)
+	}
+	if cfg, ok := m.get("c"); !ok || cfg != "french" {
+		t.Errorf("c: %q %v", cfg, ok)
+	}
 }
