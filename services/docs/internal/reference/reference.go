@@ -13,6 +13,7 @@ import (
 	"path"
 	"strings"
 
+	"supportplatform.dev/pkg/placeholders"
 	"supportplatform.dev/pkg/webfiles"
 )
 
@@ -115,31 +116,17 @@ func New(files fs.FS) (*Site, error) {
 
 // fill replaces each {{.Key}} of the page template with the value of Key,
 // HTML-escaped (the values are paths and a version, in attributes and
-// text); another placeholder is an error. Not html/template: its Execute
-// calls methods by name through reflect, which makes the linker keep every
-// exported method of every type in the binary (docs 34 -> 20 MB, and about
-// 5 MB of idle RSS).
+// text); another placeholder is an error. Not html/template: see package
+// placeholders.
 func fill(tmpl string, values map[string]string) (string, error) {
-	var b strings.Builder
-	for {
-		i := strings.Index(tmpl, "{{")
-		if i < 0 {
-			b.WriteString(tmpl)
-			return b.String(), nil
-		}
-		b.WriteString(tmpl[:i])
-		j := strings.Index(tmpl[i:], "}}")
-		if j < 0 {
-			return "", fmt.Errorf("reference: unclosed placeholder in the page template")
-		}
-		key := strings.TrimSpace(tmpl[i+2 : i+j])
-		v, ok := values[strings.TrimPrefix(key, ".")]
-		if !ok || !strings.HasPrefix(key, ".") {
-			return "", fmt.Errorf("reference: unknown placeholder {{%s}} in the page template", key)
-		}
-		b.WriteString(html.EscapeString(v))
-		tmpl = tmpl[i+j+2:]
+	page, err := placeholders.Fill(tmpl, func(key string) (string, bool) {
+		v, ok := values[key]
+		return html.EscapeString(v), ok
+	})
+	if err != nil {
+		return "", fmt.Errorf("reference: the page template: %w", err)
 	}
+	return page, nil
 }
 
 // AssetURL is the path the page uses for the embedded file src (for
