@@ -227,28 +227,46 @@ func (in Infra) run(ctx context.Context, name string, args ...string) error {
 
 // AptInstall installs the Debian packages among pkgs that are not installed
 // yet; it does nothing (and needs no network) when all are present.
+//
+// Test packages run in parallel and may install at the same time (two
+// browser suites on a fresh machine): the installs take turns on a lock
+// file, each looking again at what is missing once it has the lock, and
+// apt-get waits for dpkg's own lock (another apt, such as unattended
+// upgrades) instead of failing at once.
 func AptInstall(ctx context.Context, log io.Writer, pkgs ...string) error {
-	var missing []string
-	for _, p := range pkgs {
-		if !debInstalled(ctx, p) {
-			missing = append(missing, p)
+	missingOf := func() []string {
+		var missing []string
+		for _, p := range pkgs {
+			if !debInstalled(ctx, p) {
+				missing = append(missing, p)
+			}
 		}
+		return missing
 	}
-	if len(missing) == 0 {
+	if len(missingOf()) == 0 {
 		return nil
+	}
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "supportplatform-apt.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	missing := missingOf()
+	if len(missing) == 0 {
+		return nil // installed by whoever held the lock
 	}
 	fmt.Fprintf(log, "apt: installing %s\n", strings.Join(missing, " "))
 	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	for _, args := range [][]string{
-		{"update"},
-		append([]string{"install", "-y", "--no-install-recommends"}, missing...),
+		{"-o", "DPkg::Lock::Timeout=600", "update"},
+		append([]string{"-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends"}, missing...),
 	} {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = env
 		cmd.Stdout = log
 		cmd.Stderr = log
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w", args[0], err)
+			return fmt.Errorf("apt-get %s: %w", args[2], err)
 		}
 	}
 	for _, p := range missing {
