@@ -210,7 +210,15 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 	from := `tickets t` + base
 	keys := "t"
 	count := `SELECT count(*) FROM ` + from
-	if f.Sort.By == tickets.TicketSortUpdated && f.Q == "" {
+	switch {
+	case f.Sort.By == tickets.TicketSortUpdated && f.Q == "" && len(w.conds) == 1:
+		// dateUpdated without a filter: the ids from ticket_activity's
+		// index alone (as t, its columns have the tickets' names). Joined
+		// with the tickets, each row an OFFSET skips was read from the
+		// table too: page 50 took 7.6 ms at 10,000 tickets and 20.6 ms at
+		// 1,000,000 (make bench-scale).
+		from = `ticket_activity t WHERE t.customer_id = $1`
+	case f.Sort.By == tickets.TicketSortUpdated && f.Q == "":
 		// dateUpdated is ordered by ticket_activity's index (migration
 		// 016: no ticket index holds updated_at, so a message's update of
 		// its ticket is HOT); each ticket is read by its key for the
