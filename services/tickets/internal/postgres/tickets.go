@@ -234,29 +234,18 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		}
 		w.args = append(w.args, f.Q, cfg)
 		qp, cp := "$"+strconv.Itoa(len(w.args)-1), "$"+strconv.Itoa(len(w.args))
-		// Both readings of the query, exact words and stemmed, as one
-		// tsquery (a @@ (x || y) is a @@ x OR a @@ y: one scan of each GIN
-		// index, not two). The subject branch reads the sort keys from the
-		// rows it found, so a query that matches many tickets is a top-N
+		// The customer's matches (function ticket_search_matches,
+		// migration 017: its statements keep one generic plan per
+		// connection, without JIT), then the filters on their columns
+		// (as t, they have the tickets' names). The sort keys come with
+		// the matches, so a query that matches many tickets is a top-N
 		// sort of its matches, not a join with every ticket of the
-		// customer. Its customer condition is written customer_id + 0 so
-		// that no btree index can serve it: the planner otherwise ANDed
-		// the word's GIN bitmap with the customer's whole range of
-		// tickets_customer_key, a cost growing with the customer's tickets
-		// (make bench-scale: a word in 0.1% of tickets 7.6 ms at 10,000,
-		// 26 ms at 100,000; EXPLAIN: 10,000 index entries read for 10
-		// matches), where the GIN bitmap alone reads the word's matches
-		// and drops other customers' rows. The message branch collects the
-		// matching messages' tickets as an array (the same way), then reads
-		// those tickets by key (as a join, the planner chose a parallel hash
-		// join over every ticket of the customer, 20 ms of worker start-up
-		// for no match). A message's ticket is always its customer's (the
-		// foreign key).
-		tsq := `(websearch_to_tsquery('simple', ` + qp + `) || websearch_to_tsquery(` + cp + `::regconfig, ` + qp + `))`
-		inMessages := `ARRAY(SELECT DISTINCT m.ticket_id FROM ticket_messages m WHERE m.customer_id + 0 = $1 AND m.search @@ ` + tsq + `)`
-		bySearch := strings.Replace(base, "t.customer_id = $1", "t.customer_id + 0 = $1", 1)
-		from = `(SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + bySearch + ` AND t.search @@ ` + tsq + `
-			UNION SELECT t.ticket_id, t.created_at, t.updated_at FROM tickets t` + base + ` AND t.ticket_id = ANY(` + inMessages + `))`
+		// customer.
+		from = `(SELECT t.ticket_id, t.created_at, t.updated_at FROM ticket_search_matches($1, ` + qp + `, ` + cp + `) t`
+		if len(w.conds) > 1 {
+			from += ` WHERE ` + strings.Join(w.conds[1:], " AND ")
+		}
+		from += `)`
 	}
 	switch {
 	case f.Q != "":
@@ -329,13 +318,15 @@ func (s *Store) listTickets(ctx context.Context, customerID int64, f tickets.Tic
 	var total int64
 	var ids []int64
 	if q.search() {
-		// A search is planned for its words every time (an unnamed
-		// statement, QueryExecModeExec). As a prepared statement,
-		// PostgreSQL switched to a generic plan after five executions, one
-		// that walks the customer's tickets newest first testing each
-		// against the query: a word in 0.1% of 100,000 tickets took 28 ms
-		// instead of 2 (make bench-scale).
-		err := s.db.QueryRow(ctx, q.pageSQL, append([]any{pgx.QueryExecModeExec}, q.pageArgs...)...).Scan(&total, &ids)
+		// A prepared statement like the others (its results in binary).
+		// Its generic plan cannot go wrong for some words: it reads the
+		// matches of ticket_search_matches, whose statements plan the GIN
+		// scans. When the matches were inline, PostgreSQL's generic plan
+		// walked the customer's tickets newest first testing each against
+		// the query (a word in 0.1% of 100,000 tickets took 28 ms instead
+		// of 2, make bench-scale), so each search was planned for its
+		// words: 0.29 of the statement's 0.75 ms (EXPLAIN SUMMARY).
+		err := s.db.QueryRow(ctx, q.pageSQL, q.pageArgs...).Scan(&total, &ids)
 		if err != nil {
 			return nil, 0, false, postgres.Error(err, "ticket")
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,17 +82,19 @@ func TestTkListPlan100k(t *testing.T) {
 	}{
 		{"unfiltered", tickets.TicketFilter{Sort: newest}, "tickets_created_idx", 100000},
 		{"by status", tickets.TicketFilter{Sort: newest, Status: ptrStatus(tickets.StatusPending)}, "tickets_", 20000},
+		// The GIN indexes are read in ticket_search_matches (its plan:
+		// checked below).
 		{"search rare word", tickets.TicketFilter{Sort: newest, Q: "zanzibar", SearchConfig: tickets.SearchConfig("zanzibar")},
-			"tickets_search_idx", 100},
+			"ticket_search_matches", 100},
 		{"search message word", tickets.TicketFilter{Sort: newest, Q: "courier rude", SearchConfig: tickets.SearchConfig("courier rude")},
-			"ticket_messages_search_idx", -1},
+			"ticket_search_matches", -1},
 		// One ticket in six: counting them all is the cost.
 		{"search common word", tickets.TicketFilter{Sort: newest, Q: "refunds", SearchConfig: tickets.SearchConfig("refunds")},
 			"", 16666},
 		// After many executions of one statement PostgreSQL may switch to
 		// a generic plan; a rare word must stay fast after common ones.
 		{"rare word again", tickets.TicketFilter{Sort: newest, Q: "zanzibar", SearchConfig: tickets.SearchConfig("zanzibar")},
-			"tickets_search_idx", 100},
+			"ticket_search_matches", 100},
 	}
 	for _, tc := range cases {
 		q, _ := listQueries(1, tc.f, page)
@@ -122,6 +126,46 @@ func TestTkListPlan100k(t *testing.T) {
 		}
 		t.Logf("%-20s page %.2f ms, count %.2f ms (server); ListTickets %.2f ms per call", tc.name, ms, countMS,
 			float64(time.Since(began).Microseconds())/1000/rounds)
+	}
+	// ticket_search_matches (017) runs without JIT on generic plans, and
+	// its statement, so planned (without the words), reads both GIN
+	// indexes.
+	var body string
+	var config []string
+	if err := pool.QueryRow(ctx, `SELECT prosrc, proconfig FROM pg_proc WHERE proname = 'ticket_search_matches'
+		AND pronamespace = current_schema()::regnamespace`).Scan(&body, &config); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(config, "jit=off") || !slices.Contains(config, "plan_cache_mode=force_generic_plan") {
+		t.Errorf("ticket_search_matches settings %q, want jit=off and plan_cache_mode=force_generic_plan", config)
+	}
+	_, stmt, _ := strings.Cut(body, "RETURN QUERY")
+	stmt, _, _ = strings.Cut(stmt, ";")
+	stmt = regexp.MustCompile(`\bcustomer\b`).ReplaceAllString(stmt, "$$1")
+	stmt = regexp.MustCompile(`\bquery\b`).ReplaceAllString(stmt, "$$2")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var plan []byte
+	_, err = conn.Exec(ctx, `PREPARE search_matches(bigint, tsquery) AS `+stmt)
+	if err == nil {
+		_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	}
+	if err == nil {
+		err = conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE search_matches(1, 'courier & rude')`).Scan(&plan)
+	}
+	if err != nil {
+		t.Fatalf("%v: %s", err, stmt)
+	}
+	if _, err := conn.Exec(ctx, `DEALLOCATE search_matches; RESET plan_cache_mode`); err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []string{"tickets_search_idx", "ticket_messages_search_idx"} {
+		if !strings.Contains(string(plan), `"Index Name": "`+index+`"`) {
+			t.Errorf("ticket_search_matches does not use %s: %s", index, plan)
+		}
 	}
 }
 
