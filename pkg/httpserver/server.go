@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -136,12 +137,20 @@ func (s *Server) Fail(c *gin.Context, err error) {
 // Handler is the root handler: case-insensitive path matching over the engine.
 func (s *Server) Handler() http.Handler { return CaseInsensitive(s.Engine) }
 
+// requestIDKey is requestid.Header as net/http stores header names
+// (canonical): looked up and set under it directly, the name is not
+// canonicalised into a new string twice per request.
+var requestIDKey = textproto.CanonicalMIMEHeaderKey(requestid.Header)
+
 func (s *Server) requestID(c *gin.Context) {
-	id := c.GetHeader(requestid.Header)
+	var id string
+	if v := c.Request.Header[requestIDKey]; len(v) > 0 {
+		id = v[0]
+	}
 	if !requestid.Valid(id) {
 		id = requestid.New()
 	}
-	c.Header(requestid.Header, id)
+	c.Writer.Header()[requestIDKey] = []string{id}
 	c.Request = c.Request.WithContext(requestid.With(c.Request.Context(), id))
 	c.Next()
 }
@@ -161,11 +170,20 @@ func (s *Server) accessLog(requests *prometheus.CounterVec, latency *prometheus.
 		if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 			return
 		}
-		s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "http request",
-			slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path),
+		// The record goes to the handler as LogAttrs would pass it, but
+		// without the caller's PC, which LogAttrs finds by unwinding the
+		// stack (runtime.Callers) on every call and which no handler of
+		// ours prints (AddSource is off).
+		ctx, h := c.Request.Context(), s.log.Handler()
+		if !h.Enabled(ctx, slog.LevelInfo) {
+			return
+		}
+		r := slog.NewRecord(time.Now(), slog.LevelInfo, "http request", 0)
+		r.AddAttrs(slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path),
 			slog.String("route", route), slog.Int("status", status),
 			slog.Float64("durationMs", float64(d.Microseconds())/1000),
 			slog.Int("bytes", c.Writer.Size()), slog.String("clientIp", c.ClientIP()))
+		_ = h.Handle(ctx, r)
 	}
 }
 
@@ -195,6 +213,13 @@ func (s *Server) SetBodyLimit(method, path string, n int64) {
 
 func (s *Server) bodyLimit(def int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if c.Request.Body == http.NoBody {
+			// net/http's body of a request without one (a GET, nearly
+			// every call): nothing to limit or drain, and no wrapper
+			// and gin key map made for it (3 allocations of every GET).
+			c.Next()
+			return
+		}
 		n := def
 		// The route is matched before the middleware runs: FullPath is
 		// the registered path.

@@ -34,6 +34,15 @@ func traced(service string) gin.HandlerFunc {
 // and outgoing calls carry the caller's trace id, at the cost of parsing a
 // header.
 func propagated(c *gin.Context) {
+	// Without a traceparent header there is no span context to carry on
+	// (boot's propagator is W3C trace context + baggage, and baggage alone
+	// is not kept): the extraction, which canonicalises each header name
+	// it looks up into a new string, is skipped. net/http stores request
+	// header names canonical.
+	if len(c.Request.Header["Traceparent"]) == 0 {
+		c.Next()
+		return
+	}
 	ctx := otel.GetTextMapPropagator().Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		c.Request = c.Request.WithContext(ctx)

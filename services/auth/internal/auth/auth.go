@@ -52,6 +52,9 @@ type Account struct {
 // (pkg/outbox) in the transaction of the change they announce.
 type Store interface {
 	AccountByEmail(ctx context.Context, email string) (Account, error)
+	// Account is an enabled account of a live customer, with that customer,
+	// without its password (PasswordHash and PasswordChangedAt are zero):
+	// the callers show or check the account, none logs in with it.
 	Account(ctx context.Context, customerID, accountID int64) (Account, Customer, error)
 	CustomerExists(ctx context.Context, customerID int64) (bool, error)
 	// RequestPasswordReset stores r and its password-reset-requested event

@@ -68,13 +68,20 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (auth.Account,
 	return a, postgres.Error(err, "account")
 }
 
-// Account returns an account with its customer, scoped to the customer.
+// Account returns an account with its customer, scoped to the customer,
+// without the password columns (auth.Store): GET /api/Customers/me reads it
+// on every call, and the hash was the row's longest value, scanned into a
+// string nobody used.
 func (s *Store) Account(ctx context.Context, customerID, accountID int64) (auth.Account, auth.Customer, error) {
+	var a auth.Account
 	var c auth.Customer
-	a, err := scanAccount(s.db.QueryRow(ctx, `SELECT `+accountCols+`, c.customer_id, c.name, c.created_at
+	err := s.db.QueryRow(ctx, `SELECT a.account_id, a.email, a.name, a.role, a.created_at, a.available, coalesce(a.language, ''),
+			c.customer_id, c.name, c.created_at
 		FROM accounts a JOIN customers c USING (customer_id)
 		WHERE a.customer_id = $1 AND a.account_id = $2 AND a.disabled_at IS NULL AND c.deleted_at IS NULL`,
-		customerID, accountID), &c.ID, &c.Name, &c.CreatedAt)
+		customerID, accountID).Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.CreatedAt, &a.Available, &a.Language,
+		&c.ID, &c.Name, &c.CreatedAt)
+	a.CustomerID = c.ID
 	return a, c, postgres.Error(err, "account")
 }
 
