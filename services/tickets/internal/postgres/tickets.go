@@ -158,14 +158,43 @@ func statusNames(ss []tickets.Status) []string {
 // listQuery is a list's statements: the count and the page's ids (then
 // pageDetailsSQL reads the page's tickets by id). A search is one statement
 // (pageSQL, countSQL empty) that finds the matches once and returns their
-// count and the page's ids.
+// count and the page's ids. Another list runs sql: its count and its
+// page's ids as one row of one statement (countSQL and pageSQL are its
+// parts, for the plan tests).
 type listQuery struct {
 	countSQL, pageSQL   string
 	countArgs, pageArgs []any
+	sql                 string
+	args                []any
+	// details: sql also returns the page's tickets (pageWithDetails).
+	details bool
 }
 
 // search tells whether pageSQL is a search's one statement.
 func (q listQuery) search() bool { return q.countSQL == "" }
+
+// shiftParams renumbers the parameters $2 and up of sql, a statement built
+// here (no literal holds a $), by n: $1, the customer, stays.
+func shiftParams(sql string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		j := i + 1
+		for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
+			j++
+		}
+		k, _ := strconv.Atoi(sql[i+1 : j])
+		if k > 1 {
+			k += n
+		}
+		b.WriteString("$" + strconv.Itoa(k))
+		i = j - 1
+	}
+	return b.String()
+}
 
 // listQueries builds the statements of a list; ok is false when the filter
 // admits no status at all (status=Open&isClosed=true).
@@ -247,11 +276,19 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		}
 		from += `)`
 	}
+	countsPage := false // the count's parameters are the page's first ones
+	// The counters' sums as bigint: sum(bigint) is a numeric, which pgx
+	// decoded into an int64 through math/big (3% of the service's CPU per
+	// list, make bench tickets-list).
 	switch {
 	case f.Q != "":
 		// The matches once, for the count and the page (below).
+	case f.ByStatusOnly() && len(statuses) == len(tickets.Statuses):
+		// Every status: all the customer's counters.
+		q.countSQL = `SELECT coalesce(sum(n), 0)::bigint FROM ticket_counts WHERE customer_id = $1`
+		q.countArgs = []any{customerID}
 	case f.ByStatusOnly():
-		q.countSQL = `SELECT coalesce(sum(n), 0) FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`
+		q.countSQL = `SELECT coalesce(sum(n), 0)::bigint FROM ticket_counts WHERE customer_id = $1 AND status = ANY($2)`
 		q.countArgs = []any{customerID, statusNames(statuses)}
 	case f.EndUserID == nil && f.TopicID == nil && f.CreatedFrom == nil && f.CreatedBefore == nil &&
 		(f.ChannelID == nil) != (f.CustomerRepID == nil):
@@ -260,11 +297,12 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		if f.CustomerRepID != nil {
 			kind, value = "rep", f.CustomerRepID
 		}
-		q.countSQL = `SELECT coalesce(sum(n), 0) FROM ticket_filter_counts
+		q.countSQL = `SELECT coalesce(sum(n), 0)::bigint FROM ticket_filter_counts
 			WHERE customer_id = $1 AND kind = $2 AND value = $3 AND status = ANY($4)`
 		q.countArgs = []any{customerID, kind, *value, statusNames(statuses)}
 	default:
 		q.countSQL, q.countArgs = count, w.args
+		countsPage = true
 	}
 	pageArgs := slices.Clip(w.args)
 	page := from
@@ -287,18 +325,58 @@ func listQueries(customerID int64, f tickets.TicketFilter, p paging.Page) (q lis
 		page = `h t`
 	}
 	n := len(pageArgs)
+	if f.Q != "" {
+		// One more than the page: whether tickets follow it.
+		q.pageSQL = `SELECT t.ticket_id FROM ` + page + ` ORDER BY ` + order +
+			` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2)
+		q.pageSQL = `WITH h AS MATERIALIZED ` + from + `
+			SELECT (SELECT count(*) FROM h) AS total, ARRAY(` + q.pageSQL + `) AS ids`
+		q.pageArgs = append(pageArgs, p.Size+1, p.Offset())
+		return q, true
+	}
 	// One more than the page: whether tickets follow it.
 	q.pageSQL = `SELECT t.ticket_id FROM ` + page + ` ORDER BY ` + order +
 		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2)
-	if f.Q != "" {
-		q.pageSQL = `WITH h AS MATERIALIZED ` + from + `
-			SELECT (SELECT count(*) FROM h) AS total, ARRAY(` + q.pageSQL + `) AS ids`
-	}
 	q.pageArgs = append(pageArgs, p.Size+1, p.Offset())
+	// The count and the ids in one statement, one row: one statement's
+	// round trip and execution instead of a batch of two. The count's
+	// parameters after the page's: the default count's are the page's
+	// first ones, the counters' own follow (the customer is $1 in both).
+	count, args := q.countSQL, slices.Clip(q.pageArgs)
+	if !countsPage {
+		count = shiftParams(q.countSQL, len(args)-1)
+		args = append(args, q.countArgs[1:]...)
+	}
+	q.sql = `SELECT (` + count + `) AS total, ARRAY(` + q.pageSQL + `) AS ids`
+	q.args = args
+	if len(w.conds) == 1 {
+		// No filter: the sort's index within the customer is the plan
+		// for any page (listTickets runs it on its generic plan). With a
+		// status, the generic plan of dateUpdated (ticket_activity's index,
+		// each ticket's status by key) read 13,700 rows for page 50 of 20
+		// in a parallel plan (TestTkListPlanBounded100k): planned for the
+		// status and the OFFSET each time, as other filters are.
+		q.sql, q.details = pageWithDetails(q.sql, p.Size), true
+	}
 	return q, true
 }
 
-// ListTickets pages through the customer's tickets, from p's offset or
+// pageWithDetails is head (a statement of one row: total and ids, one more
+// than size) followed by the tickets of the first size ids as
+// pageDetailsSQL reads them: a row of total and ids (every other column
+// null), then a row per ticket (total and ids null), in no order. One
+// round trip and one statement where the ids then their details took two
+// (listTickets runs it on its generic plan).
+func pageWithDetails(head string, size int) string {
+	return `WITH p AS MATERIALIZED (` + head + `)
+	SELECT p.total, p.ids, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text, NULL::text,
+		NULL::jsonb, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::text[], NULL::jsonb FROM p
+	UNION ALL
+	SELECT NULL, NULL, d.* FROM p, LATERAL (` + pageDetails("p.ids[1:"+strconv.Itoa(size)+"]") + `) d`
+}
+
+// ListTickets pages through the customer's tickets (their SearchConfig
+// empty: listScalarCols), from p's offset or
 // after f.After (keyset paging). The count of a list filtered by status or
 // isClosed alone (or not at all) is the sum of the per-status counters
 // (table ticket_counts, kept by triggers), by one channel or one rep (and
@@ -317,6 +395,7 @@ func (s *Store) listTickets(ctx context.Context, customerID int64, f tickets.Tic
 	}
 	var total int64
 	var ids []int64
+	var found []tickets.TicketDetails
 	if q.search() {
 		// A prepared statement like the others (its results in binary).
 		// Its generic plan cannot go wrong for some words: it reads the
@@ -330,17 +409,31 @@ func (s *Store) listTickets(ctx context.Context, customerID int64, f tickets.Tic
 		if err != nil {
 			return nil, 0, false, postgres.Error(err, "ticket")
 		}
-	} else {
+	} else if q.details {
+		// On its generic plan from the first execution on: PostgreSQL
+		// planned a prepared statement for its parameters five times per
+		// connection, then kept planning it as long as the generic plan's
+		// estimate (a LIMIT parameter is taken as a tenth of the rows)
+		// exceeded the custom plans'. Planning this statement takes 0.6 to
+		// 1.9 ms, running it 0.15. The plan is the same for every page:
+		// the index of the sort within the customer, then the page's
+		// tickets by key (TestTkListPlanBounded100k). The setting is local
+		// to the batch's transaction: its statements run in one implicit
+		// transaction, up to the batch's one Sync (set_config's is_local;
+		// SET LOCAL would warn outside BEGIN, and BEGIN and COMMIT cost two
+		// statements more).
 		b := &pgx.Batch{}
-		b.Queue(q.countSQL, q.countArgs...).QueryRow(func(row pgx.Row) error { return row.Scan(&total) })
-		b.Queue(q.pageSQL, q.pageArgs...).Query(func(rows pgx.Rows) error {
+		b.Queue("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+		b.Queue(q.sql, q.args...).Query(func(rows pgx.Rows) error {
 			var err error
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			found, err = collectPage(rows, p.Size, &total, &ids)
 			return err
 		})
 		if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 			return nil, 0, false, postgres.Error(err, "ticket")
 		}
+	} else if err := s.db.QueryRow(ctx, q.sql, q.args...).Scan(&total, &ids); err != nil {
+		return nil, 0, false, postgres.Error(err, "ticket")
 	}
 	more := len(ids) > p.Size
 	if more {
@@ -349,30 +442,32 @@ func (s *Store) listTickets(ctx context.Context, customerID int64, f tickets.Tic
 	if len(ids) == 0 {
 		return nil, int(total), false, nil
 	}
-	// The page's tickets by id: one statement text whatever the filter, so
-	// PostgreSQL keeps one generic plan for it, while the id query (simple
-	// to plan) gets a plan for its own LIMIT and OFFSET. Planning the two in
-	// one statement cost more than running them.
-	rows, err := s.db.Query(ctx, pageDetailsSQL, customerID, ids)
-	var found []tickets.TicketDetails
-	if err == nil {
-		found, err = pgx.CollectRows(rows, scanPageTicket)
-	}
-	if err != nil {
-		return nil, 0, false, postgres.Error(err, "ticket")
-	}
-	byID := make(map[int64]tickets.TicketDetails, len(found))
-	for _, d := range found {
-		byID[d.ID] = d
-	}
-	out := make([]tickets.TicketDetails, 0, len(ids))
-	for _, id := range ids {
-		// A ticket deleted between the two reads is left out of the page.
-		if d, ok := byID[id]; ok {
-			out = append(out, d)
+	if !q.details {
+		// The page's tickets by id: one statement text whatever the
+		// filter, so PostgreSQL keeps one generic plan for it, while the id
+		// query gets a plan for its own parameters. Planning the two in one
+		// statement cost more than running them.
+		rows, err := s.db.Query(ctx, pageDetailsSQL, customerID, ids)
+		if err == nil {
+			found, err = pgx.CollectRows(rows, scanPageTicket)
+		}
+		if err != nil {
+			return nil, 0, false, postgres.Error(err, "ticket")
 		}
 	}
-	return out, int(total), more, nil
+	// In the ids' order, in place (at most 100 of each: no map to fill); a
+	// ticket deleted between the two reads is left out of the page.
+	n := 0
+	for _, id := range ids {
+		for j := n; j < len(found); j++ {
+			if found[j].ID == id {
+				found[n], found[j] = found[j], found[n]
+				n++
+				break
+			}
+		}
+	}
+	return found[:n], int(total), more, nil
 }
 
 // pageDetailsSQL reads tickets of the customer ($1) by id ($2), with the
@@ -380,27 +475,75 @@ func (s *Store) listTickets(ctx context.Context, customerID int64, f tickets.Tic
 // each (the page's ids at once) and joined: as ticketCols' and feedbackCol's
 // subqueries, 40 per page of 20, they cost PostgreSQL 230 us per page
 // against 130.
-const pageDetailsSQL = `SELECT ` + ticketScalarCols + `, coalesce(tp.names, '{}') AS topics,
+var pageDetailsSQL = pageDetails("$2")
+
+// pageDetails is pageDetailsSQL with the ids from the expression ids.
+func pageDetails(ids string) string {
+	return strings.ReplaceAll(pageDetailsTemplate, "$ids", ids)
+}
+
+// listScalarCols are ticketScalarCols but the search configuration: no
+// list answer shows it, and its name (regconfig's output) is a catalog
+// lookup per row (a page of 20 cost PostgreSQL 10 us more and the service
+// 9 us more with it).
+const listScalarCols = `t.ticket_id, t.customer_id, t.channel_id, t.end_user_id, t.customer_rep_id, t.subject, t.status,
+	t.custom_fields, t.ticket_token, t.created_at, t.updated_at`
+
+const pageDetailsTemplate = `SELECT ` + listScalarCols + `, coalesce(tp.names, '{}') AS topics,
 		fb.comments AS feedback_comments
 	FROM tickets t
 	LEFT JOIN (SELECT m.ticket_id, array_agg(DISTINCT n.name ORDER BY n.name) AS names FROM ticket_messages m
 		JOIN message_topics mt ON mt.message_id = m.message_id
 		JOIN topic_names n ON n.customer_id = mt.customer_id AND n.topic_id = mt.topic_id
-		WHERE m.ticket_id = ANY($2) GROUP BY m.ticket_id) tp ON tp.ticket_id = t.ticket_id
+		WHERE m.ticket_id = ANY($ids) GROUP BY m.ticket_id) tp ON tp.ticket_id = t.ticket_id
 	LEFT JOIN (SELECT f.ticket_id, jsonb_agg(jsonb_build_object('messageID', f.message_id, 'comment', f.comment,
 			'email', f.email, 'dateCreated', f.created_at) ORDER BY f.created_at, f.comment_id) AS comments
-		FROM feedback_comments f WHERE f.customer_id = $1 AND f.ticket_id = ANY($2) GROUP BY f.ticket_id) fb
+		FROM feedback_comments f WHERE f.customer_id = $1 AND f.ticket_id = ANY($ids) GROUP BY f.ticket_id) fb
 		ON fb.ticket_id = t.ticket_id
-	WHERE t.customer_id = $1 AND t.ticket_id = ANY($2)`
+	WHERE t.customer_id = $1 AND t.ticket_id = ANY($ids)`
 
 // scanPageTicket reads a row of pageDetailsSQL by position (by name, pgx's
 // reflection and the JSON of an empty comment list cost a fifth of the
 // service's CPU per list request).
 func scanPageTicket(row pgx.CollectableRow) (tickets.TicketDetails, error) {
+	return scanTicketDetails(row)
+}
+
+// collectPage reads the rows of a pageWithDetails statement of size: the
+// total and the ids from its first column's one non-null row, the tickets
+// from the others.
+func collectPage(rows pgx.Rows, size int, total *int64, ids *[]int64) ([]tickets.TicketDetails, error) {
+	defer rows.Close()
+	out := make([]tickets.TicketDetails, 0, size)
+	for rows.Next() {
+		if raw := rows.RawValues(); raw[0] != nil {
+			// Decoded apart: a Scan would plan the scan of every column
+			// for this row's destinations, then again for the tickets'.
+			fds, m := rows.FieldDescriptions(), rows.Conn().TypeMap()
+			if err := m.Scan(fds[0].DataTypeOID, fds[0].Format, raw[0], total); err != nil {
+				return nil, err
+			}
+			if err := m.Scan(fds[1].DataTypeOID, fds[1].Format, raw[1], ids); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		d, err := scanTicketDetails(rows, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// scanTicketDetails reads pageDetailsSQL's columns after the columns lead
+// (nil: skipped).
+func scanTicketDetails(row pgx.CollectableRow, lead ...any) (tickets.TicketDetails, error) {
 	var r ticketRow
 	var comments []byte
-	if err := row.Scan(&r.ID, &r.CustomerID, &r.ChannelID, &r.EndUserID, &r.CustomerRepID, &r.Subject, &r.Status,
-		&r.CustomFields, &r.Token, &r.SearchConfig, &r.CreatedAt, &r.UpdatedAt, &r.Topics, &comments); err != nil {
+	if err := row.Scan(append(lead, &r.ID, &r.CustomerID, &r.ChannelID, &r.EndUserID, &r.CustomerRepID, &r.Subject, &r.Status,
+		&r.CustomFields, &r.Token, &r.CreatedAt, &r.UpdatedAt, &r.Topics, &comments)...); err != nil {
 		return tickets.TicketDetails{}, err
 	}
 	d := ticketDetailsRow{ticketRow: r}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,62 @@ func TestTkListPlanBounded100k(t *testing.T) {
 	if rows, seq := planRows(t, plan); len(seq) > 0 || rows > 200 {
 		t.Errorf("the page's details read %.0f rows, sequential scans %v: %s", rows, seq, planShape(t, plan))
 	}
+	// A list without a filter is one statement with its page's details,
+	// which listTickets runs on its generic plan: for every sort, on page
+	// 1, page 50 of 20 and a keyset page deep in the list, that plan has
+	// no sequential scan but of the counters' few rows, and it reads the
+	// rows its OFFSET skips from an index, the counters and the page's
+	// tickets and theirs. A filtered list is not.
+	conn, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	var minID int64
+	if err := pool.QueryRow(context.Background(), `SELECT min(ticket_id) FROM tickets WHERE customer_id = 1`).Scan(&minID); err != nil {
+		t.Fatal(err)
+	}
+	for _, by := range []string{tickets.TicketSortCreated, tickets.TicketSortUpdated, tickets.TicketSortID} {
+		for _, desc := range []bool{true, false} {
+			for _, fs := range []tickets.TicketFilter{{}, {Status: ptrStatus(tickets.StatusPending)}, {IsClosed: &yes}} {
+				if fs.Status != nil || fs.IsClosed != nil {
+					if q, _ := listQueries(1, fs, paging.Page{Number: 1, Size: 20}); q.details {
+						t.Errorf("status %v closed %v: one statement with the details (its generic plan)", fs.Status != nil, fs.IsClosed != nil)
+					}
+					continue
+				}
+				for _, number := range []int{1, 50, 0} {
+					f, pg := fs, paging.Page{Number: number, Size: 20}
+					f.Sort = tickets.TicketSort{By: by, Desc: desc}
+					if number == 0 { // the keyset page of the plans below
+						f.After, pg.Number = &tickets.TicketCursor{At: base.Add(-45000 * time.Minute), ID: minID + 45000}, 1
+					}
+					name := fmt.Sprintf("page %d by %s desc %v status %v closed %v", number, by, desc, f.Status != nil, f.IsClosed != nil)
+					q, _ := listQueries(1, f, pg)
+					if !q.details {
+						t.Fatalf("%s: not one statement with the details", name)
+					}
+					var raw []byte
+					if err := conn.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+q.sql, q.args...).Scan(&raw); err != nil {
+						t.Fatal(err)
+					}
+					plan := string(raw)
+					rows, seq := planRows(t, plan)
+					seq = slices.DeleteFunc(seq, func(rel string) bool { return rel == "ticket_counts" })
+					bound := float64(pg.Offset()) + 300
+					if len(seq) > 0 || rows > bound || !strings.Contains(plan, "$1") {
+						t.Errorf("%s: the generic plan reads %.0f rows (at most %.0f), sequential scans %v: %s", name, rows, bound, seq, planShape(t, plan))
+					} else if testing.Verbose() {
+						t.Logf("%-60s generic plan with details: %.0f rows", name, rows)
+					}
+				}
+			}
+		}
+	}
+	conn.Release()
 	var sorts []tickets.TicketSort
 	for _, by := range []string{tickets.TicketSortCreated, tickets.TicketSortUpdated, tickets.TicketSortID} {
 		sorts = append(sorts, tickets.TicketSort{By: by, Desc: true}, tickets.TicketSort{By: by})

@@ -169,4 +169,52 @@ func TestTkListPlan100k(t *testing.T) {
 	}
 }
 
+// An unfiltered list runs on its generic plan from its first execution
+// on, for every page: the plan cache of the one connection that served 60
+// lists (pages 1 to 30, twice, and 30 of another sort) holds one generic
+// plan per sort and no custom plan; and the setting stays in the list's
+// transaction (the connection's next statements plan as before).
+func TestTkListGenericPlan(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewSchema(t, Schema, Migrations())
+	cfg := pool.Config()
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if _, err := one.Exec(ctx, `
+		INSERT INTO end_users (end_user_id, customer_id, name) VALUES (1, 1, 'Ada');
+		INSERT INTO tickets (customer_id, end_user_id, channel_id, subject, status, ticket_token, created_at, updated_at)
+		SELECT 1, 1, 1, 'Order ' || i, 'Open', md5(i::text), now() - i * interval '1 minute', now() - i * interval '1 minute'
+		FROM generate_series(1, 1000) i`); err != nil {
+		t.Fatal(err)
+	}
+	s := New(one, time.Now)
+	newest := tickets.TicketFilter{Sort: tickets.TicketSort{By: tickets.TicketSortCreated, Desc: true}}
+	byID := tickets.TicketFilter{Sort: tickets.TicketSort{By: tickets.TicketSortID}}
+	for _, f := range []tickets.TicketFilter{newest, newest, byID} {
+		for n := 1; n <= 30; n++ {
+			l, err := s.ListTickets(ctx, 1, f, paging.Page{Number: n, Size: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) != 20 || l.Total != 1000 || !l.More {
+				t.Fatalf("page %d: %d items of %d, more %v", n, len(l.Items), l.Total, l.More)
+			}
+		}
+	}
+	var statements, generic, custom int64
+	var mode string
+	if err := one.QueryRow(ctx, `SELECT count(*), coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0),
+		current_setting('plan_cache_mode') FROM pg_prepared_statements WHERE statement LIKE 'WITH p AS MATERIALIZED%'`).
+		Scan(&statements, &generic, &custom, &mode); err != nil {
+		t.Fatal(err)
+	}
+	if statements != 2 || generic != 90 || custom != 0 || mode != "auto" {
+		t.Errorf("%d list statements, %d generic plans and %d custom ones; plan_cache_mode %s after the lists", statements, generic, custom, mode)
+	}
+}
+
 func ptrStatus(s tickets.Status) *tickets.Status { return &s }
