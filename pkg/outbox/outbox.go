@@ -177,9 +177,6 @@ type Relay struct {
 	// poll is the fallback when a wake is missed (the LISTEN connection
 	// is being re-established) or a publish failed.
 	poll time.Duration
-	// gap is the least time from one flush's start to the next one a
-	// wake starts (see Run).
-	gap  time.Duration
 	wake chan struct{}
 	// connect opens the connection the relay LISTENs on; nil: none (a
 	// transaction pooler has no sessions), the relay polls.
@@ -195,7 +192,7 @@ type Relay struct {
 // NewRelay returns a relay for the outbox table in db's search_path schema.
 // It LISTENs on a connection taken out of db; ListenOn changes that.
 func NewRelay(db *pgxpool.Pool, pub Publisher, log *slog.Logger) *Relay {
-	r := &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second, gap: 5 * time.Millisecond, wake: make(chan struct{}, 1)}
+	r := &Relay{db: db, pub: pub, log: log, batch: 100, poll: time.Second, wake: make(chan struct{}, 1)}
 	r.connect = func(ctx context.Context) (*pgx.Conn, error) {
 		pc, err := r.db.Acquire(ctx)
 		if err != nil {
@@ -248,7 +245,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		if full {
 			r.raiseFloor()
 		}
-		started := time.Now()
 		if _, err := r.flush(ctx, full); err != nil && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "outbox relay: events stay queued", "error", err.Error())
 		}
@@ -257,22 +253,6 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		case <-wake:
 			full = false
-			// A wake within gap of the last flush's start waits out the
-			// rest of it, and the wakes meanwhile join it: under load each
-			// flush takes several events instead of one or two. A flush's
-			// own cost (its claim, DELETE and commit, and their round
-			// trips) was paid every 2.1 events: 4,370 flushes for 9,124
-			// events in make bench's message-create (outbox_pkey's
-			// idx_scan, a claim and a DELETE each), about 360 a second
-			// at 770 messages a second. Events written one at a time
-			// (wakes further apart than gap) wait for nothing.
-			if wait := r.gap - time.Since(started); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(wait):
-				}
-			}
 		case <-t.C:
 			full = true
 		}
