@@ -374,43 +374,28 @@ func (r *Relay) flush(ctx context.Context, full bool) (int, error) {
 	}
 }
 
-// flushBatch claims, publishes and deletes one batch in two round trips:
-// BEGIN with the claim, and the DELETE with its COMMIT (it was four: BEGIN,
-// claim, DELETE, COMMIT, each a statement round trip of the relay's pooled
-// connection, and an empty claim three). A failed statement of either
-// batch leaves the transaction open or aborted: it is rolled back before
-// the connection goes back to the pool, and its rows, unlocked, wait for
-// the next round.
 func (r *Relay) flushBatch(ctx context.Context, above int64) (int, error) {
-	conn, err := r.db.Acquire(ctx)
+	tx, err := r.db.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: begin: %w", err)
 	}
-	defer conn.Release()
-	defer func() {
-		if conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		}
-	}()
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `SELECT seq, event_id, subject, data, request_id,
+			coalesce(traceparent, ''), coalesce(tracestate, '') FROM outbox
+		WHERE seq > $2 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch, above)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: claim: %w", err)
+	}
 	type row struct {
 		seq int64
 		Message
 	}
-	var claimed []row
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(`SELECT seq, event_id, subject, data, request_id,
-			coalesce(traceparent, ''), coalesce(tracestate, '') FROM outbox
-		WHERE seq > $2 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch, above).Query(func(rows pgx.Rows) error {
-		var err error
-		claimed, err = pgx.CollectRows(rows, func(rw pgx.CollectableRow) (row, error) {
-			var x row
-			err := rw.Scan(&x.seq, &x.ID, &x.Subject, &x.Data, &x.RequestID, &x.TraceParent, &x.TraceState)
-			return x, err
-		})
-		return err
+	claimed, err := pgx.CollectRows(rows, func(rw pgx.CollectableRow) (row, error) {
+		var x row
+		err := rw.Scan(&x.seq, &x.ID, &x.Subject, &x.Data, &x.RequestID, &x.TraceParent, &x.TraceState)
+		return x, err
 	})
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err != nil {
 		return 0, fmt.Errorf("outbox: claim: %w", err)
 	}
 	done, perr := r.publish(ctx, len(claimed), func(i int) (context.Context, Message) {
@@ -437,12 +422,13 @@ func (r *Relay) flushBatch(ctx context.Context, above int64) (int, error) {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL synchronous_commit = off`)
 		b.Queue(`DELETE FROM outbox WHERE seq = ANY($1)`, seqs)
-		b.Queue("COMMIT")
-		if err := conn.SendBatch(ctx, b).Close(); err != nil {
-			// Not deleted, or not committed: the rows are published
-			// again later; the stream drops them as duplicates inside
-			// its window.
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return 0, errors.Join(perr, fmt.Errorf("outbox: delete published: %w", err))
+		}
+		if err := tx.Commit(ctx); err != nil {
+			// The rows are published again later; the stream drops them
+			// as duplicates inside its window.
+			return 0, errors.Join(perr, fmt.Errorf("outbox: commit: %w", err))
 		}
 		r.deleted(seqs[done-1])
 	}
