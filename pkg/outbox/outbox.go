@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -180,6 +181,12 @@ type Relay struct {
 	// connect opens the connection the relay LISTENs on; nil: none (a
 	// transaction pooler has no sessions), the relay polls.
 	connect func(ctx context.Context) (*pgx.Conn, error)
+
+	// The seqs that bound the claims of Run's wakes (see claimAbove).
+	mu        sync.Mutex
+	floor     int64 // a wake's claim takes the rows above it
+	nextFloor int64 // the floor after the next full claim
+	highest   int64 // the highest seq this relay published and deleted
 }
 
 // NewRelay returns a relay for the outbox table in db's search_path schema.
@@ -233,17 +240,73 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer func() { <-listenDone }()
 	t := time.NewTicker(r.poll)
 	defer t.Stop()
+	full := true
 	for {
-		if _, err := r.Flush(ctx); err != nil && ctx.Err() == nil {
+		if full {
+			r.raiseFloor()
+		}
+		if _, err := r.flush(ctx, full); err != nil && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "outbox relay: events stay queued", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
+			full = false
 		case <-t.C:
+			full = true
 		}
 	}
+}
+
+// A wake's claim starts above a floor instead of at the table's first
+// key. Every published row is deleted, and until a VACUUM its entry stays
+// in outbox_pkey: a claim from the first key steps over all of them, each
+// time, and the relay claims after every wake (each commit of a writer of
+// its process). Autovacuum comes at most once a minute (autovacuum_naptime),
+// or never where it is off (this machine's server). EXPLAIN (ANALYZE,
+// BUFFERS) of the claim with 12,000 deleted rows: 41 buffers, 0.065 ms from
+// the first key; 14 buffers, 0.022 ms from a floor 2,000 rows back. The
+// entries are skipped cheaply only once PostgreSQL has marked them dead,
+// which it does when no snapshot can see their rows: while a transaction
+// that wrote anything stays open anywhere on the server (another database's
+// too, through every snapshot's xmin), each claim visits every deleted row
+// again: 705 buffers, 1.5 ms from the first key, 120 buffers, 0.3 ms from
+// the floor, growing with every event relayed meanwhile (100,000 deleted
+// rows visited: 29 ms a claim).
+//
+// Rows commit out of seq order (a seq is taken at the INSERT, the row shows
+// at the commit), so no floor is exact: claimAbove's floor is the highest
+// seq this relay had deleted when the full claim before the last began, a
+// poll interval (1 s) or more ago. A row at or below it that a wake's claim
+// does not see took its seq before that row was even written and had not
+// committed when the last full claim began, a poll interval later: only a
+// transaction open for longer than that between its outbox INSERT and its
+// COMMIT. Every poll's claim is a full one (Flush), which takes such a row
+// then.
+
+// raiseFloor moves the floor of the wakes' claims up at a full claim.
+func (r *Relay) raiseFloor() {
+	r.mu.Lock()
+	r.floor, r.nextFloor = r.nextFloor, r.highest
+	r.mu.Unlock()
+}
+
+// claimAbove is the seq a claim starts after: 0 for a full claim.
+func (r *Relay) claimAbove(full bool) int64 {
+	if full {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.floor
+}
+
+// deleted records the highest seq of rows this relay deleted.
+func (r *Relay) deleted(seq int64) {
+	r.mu.Lock()
+	r.highest = max(r.highest, seq)
+	r.mu.Unlock()
 }
 
 // listen holds a dedicated connection LISTENing on the schema's channel and
@@ -295,9 +358,15 @@ func signal(wake chan<- struct{}) {
 // deletes what was published. It returns how many were published; on a
 // publish error the rows from the failed one on stay for the next round.
 func (r *Relay) Flush(ctx context.Context) (int, error) {
+	return r.flush(ctx, true)
+}
+
+// flush is Flush from the first row (full) or from claimAbove's floor.
+func (r *Relay) flush(ctx context.Context, full bool) (int, error) {
+	above := r.claimAbove(full)
 	total := 0
 	for {
-		n, err := r.flushBatch(ctx)
+		n, err := r.flushBatch(ctx, above)
 		total += n
 		if err != nil || n < r.batch {
 			return total, err
@@ -305,7 +374,7 @@ func (r *Relay) Flush(ctx context.Context) (int, error) {
 	}
 }
 
-func (r *Relay) flushBatch(ctx context.Context) (int, error) {
+func (r *Relay) flushBatch(ctx context.Context, above int64) (int, error) {
 	tx, err := r.db.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: begin: %w", err)
@@ -313,7 +382,7 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	rows, err := tx.Query(ctx, `SELECT seq, event_id, subject, data, request_id,
 			coalesce(traceparent, ''), coalesce(tracestate, '') FROM outbox
-		ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch)
+		WHERE seq > $2 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, r.batch, above)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: claim: %w", err)
 	}
@@ -361,6 +430,7 @@ func (r *Relay) flushBatch(ctx context.Context) (int, error) {
 			// as duplicates inside its window.
 			return 0, errors.Join(perr, fmt.Errorf("outbox: commit: %w", err))
 		}
+		r.deleted(seqs[done-1])
 	}
 	if perr != nil {
 		return done, fmt.Errorf("outbox: publish: %w", perr)

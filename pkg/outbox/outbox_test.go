@@ -434,3 +434,64 @@ func TestRunWithoutASessionPolls(t *testing.T) {
 		e.received(t, 1)
 	}
 }
+
+// A wake's claim starts above the floor: the highest seq deleted when the
+// full claim before the last began. A row below it that commits late (its
+// transaction open for longer than a poll interval) waits for the next
+// full claim, which every poll makes; Run relays it within the poll.
+func TestWakeClaimsStartAboveTheFloor(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	r := NewRelay(e.db, e.bus, quiet)
+	for i := range 3 {
+		e.write(t, ctx, fmt.Sprint("early", i), false)
+	}
+	r.raiseFloor()
+	if n, err := r.Flush(ctx); err != nil || n != 3 {
+		t.Fatalf("Flush = %d, %v; want 3", n, err)
+	}
+	e.received(t, 3)
+	var highest int64
+	if err := e.db.QueryRow(ctx, `SELECT last_value FROM outbox_seq_seq`).Scan(&highest); err != nil {
+		t.Fatal(err)
+	}
+	r.raiseFloor()
+	r.raiseFloor()
+	if got := r.claimAbove(false); got != highest {
+		t.Fatalf("floor %d, want %d (the highest seq deleted two full claims ago)", got, highest)
+	}
+	// The late row takes a seq below the floor, as a transaction does that
+	// wrote its row before the early ones and commits after them.
+	late, err := Event(ctx, "note.added", 9, time.Now(), noteAdded{Body: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Exec(ctx, `INSERT INTO outbox (seq, event_id, subject, data) VALUES (1, $1, $2, $3)`,
+		late.ID, late.Subject, late.Data); err != nil {
+		t.Fatal(err)
+	}
+	e.write(t, ctx, "next", false)
+	if n, err := r.flush(ctx, false); err != nil || n != 1 {
+		t.Fatalf("a wake's flush = %d, %v; want 1 (the row above the floor)", n, err)
+	}
+	if got := e.received(t, 1); got[0].Data.Body != "next" {
+		t.Fatalf("a wake's flush published %q", got[0].Data.Body)
+	}
+	if e.pending(t) != 1 {
+		t.Fatalf("%d rows left, want the late one", e.pending(t))
+	}
+	// Run's first claim and every poll's are full ones.
+	r.poll = 50 * time.Millisecond
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	if got := e.received(t, 1); got[0].Data.Body != "late" {
+		t.Fatalf("the poll published %q", got[0].Data.Body)
+	}
+}
