@@ -93,7 +93,10 @@ func (s *Stack) StartReplica(ctx context.Context, service string, env ...string)
 	s.replicas[service]++
 	name := service + "-" + strconv.Itoa(s.replicas[service]+1)
 	s.mu.Unlock()
-	full := append(slices.Clone(base), "HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]))
+	full, err := replicaEnv(base, ports[0])
+	if err != nil {
+		return nil, err
+	}
 	full = append(full, env...)
 	p, err := startProcess(processSpec{name: name, bin: s.bins[service], dir: s.DataDir, env: full, log: s.log, logFile: s.LogFile(name)})
 	if err != nil {
@@ -183,4 +186,27 @@ func (s *Stack) StartNATS(ctx context.Context) error {
 	s.natsProc = p
 	s.mu.Unlock()
 	return p.waitReady(ctx, 30*time.Second, func(ctx context.Context) error { return checkNATSAt(ctx, s.natsAddr) })
+}
+
+// replicaEnv is the environment of a further process of a service whose
+// first process has env base: its own HTTP port and, when base serves a
+// debug listener (DEBUG_ADDR), its own free loopback port for it; on the
+// first process's address it would not start ("address already in use":
+// make bench -profile, the mail-to-ticket case's second import worker).
+func replicaEnv(base []string, httpPort int) ([]string, error) {
+	env := append(slices.Clone(base), "HTTP_ADDR=127.0.0.1:"+strconv.Itoa(httpPort))
+	debug := ""
+	for _, kv := range base {
+		if v, ok := strings.CutPrefix(kv, "DEBUG_ADDR="); ok {
+			debug = v
+		}
+	}
+	if debug == "" {
+		return env, nil
+	}
+	ports, err := freePorts(0)
+	if err != nil {
+		return nil, err
+	}
+	return append(env, "DEBUG_ADDR=127.0.0.1:"+strconv.Itoa(ports[0])), nil
 }

@@ -135,3 +135,34 @@ func TestJWKSURLs(t *testing.T) {
 		t.Errorf("two auth processes: %s", got)
 	}
 }
+
+func TestReplicaEnvGivesItsOwnDebugAddr(t *testing.T) {
+	base := []string{"A=1", "DEBUG_ADDR=127.0.0.1:7000"}
+	env, err := replicaEnv(base, 9000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		last[k] = v
+	}
+	if last["HTTP_ADDR"] != "127.0.0.1:9000" {
+		t.Errorf("HTTP_ADDR = %q", last["HTTP_ADDR"])
+	}
+	if d := last["DEBUG_ADDR"]; d == "" || d == "127.0.0.1:7000" {
+		t.Errorf("DEBUG_ADDR = %q, want a port of its own", d)
+	}
+	if len(base) != 2 {
+		t.Errorf("base changed: %q", base)
+	}
+	env, err = replicaEnv([]string{"A=1"}, 9001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "DEBUG_ADDR=") {
+			t.Errorf("a debug listener for a service without one: %q", kv)
+		}
+	}
+}

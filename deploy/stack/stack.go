@@ -444,7 +444,10 @@ func (s *Stack) startServices(ctx context.Context, svcs []Service, ports map[str
 			url := s.ServiceURLs[svc.Name]
 			if i > 0 {
 				name += "-" + strconv.Itoa(i+1)
-				env = append(slices.Clone(env), "HTTP_ADDR=127.0.0.1:"+strconv.Itoa(port))
+				var err error
+				if env, err = replicaEnv(env, port); err != nil {
+					return err
+				}
 				url = "http://127.0.0.1:" + strconv.Itoa(port)
 			}
 			p, err := startProcess(processSpec{
