@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/services/auth/internal/auth"
 )
 
@@ -40,7 +41,7 @@ func FuzzMeJSONString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, sec int64) {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
+		if got := httpserver.AppendJSONString(nil, s); string(got) != string(want) {
 			t.Fatalf("%q: got %s want %s", s, got, want)
 		}
 		cu, a := auth.Customer{Name: s, CreatedAt: time.Unix(sec%(1<<40), 0)}, auth.Account{Name: s, Language: s, CreatedAt: time.Unix(-sec%(1<<40), 0)}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"supportplatform.dev/pkg/httpserver"
 )
 
 // The ticket list's JSON, written by hand: the bytes encoding/json writes
@@ -34,7 +35,7 @@ func appendTicketPage(b []byte, out ticketPage) ([]byte, error) {
 	if out.NextCursor == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, *out.NextCursor)
+		b = httpserver.AppendJSONString(b, *out.NextCursor)
 	}
 	return append(b, '}'), nil
 }
@@ -47,9 +48,9 @@ func appendTicket(b []byte, t ticketResponse) ([]byte, error) {
 	b = append(b, `,"dateUpdated":`...)
 	b = appendJSONTime(b, t.DateUpdated)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, t.Status)
+	b = httpserver.AppendJSONString(b, t.Status)
 	b = append(b, `,"subject":`...)
-	b = appendJSONString(b, t.Subject)
+	b = httpserver.AppendJSONString(b, t.Subject)
 	b = append(b, `,"channelID":`...)
 	b = strconv.AppendInt(b, t.ChannelID, 10)
 	b = append(b, `,"endUserID":`...)
@@ -71,7 +72,7 @@ func appendTicket(b []byte, t ticketResponse) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = httpserver.AppendJSONString(b, s)
 		}
 		b = append(b, ']')
 	}
@@ -87,9 +88,9 @@ func appendTicket(b []byte, t ticketResponse) ([]byte, error) {
 			b = append(b, `{"messageID":`...)
 			b = strconv.AppendInt(b, f.MessageID, 10)
 			b = append(b, `,"comment":`...)
-			b = appendJSONString(b, f.Comment)
+			b = httpserver.AppendJSONString(b, f.Comment)
 			b = append(b, `,"email":`...)
-			b = appendJSONString(b, f.Email)
+			b = httpserver.AppendJSONString(b, f.Email)
 			b = append(b, `,"dateCreated":`...)
 			b = appendJSONTime(b, f.DateCreated)
 			b = append(b, '}')
@@ -113,7 +114,7 @@ func appendTicket(b []byte, t ticketResponse) ([]byte, error) {
 		b = append(b, esc.Bytes()...)
 	}
 	b = append(b, `,"ticketToken":`...)
-	b = appendJSONString(b, t.TicketToken)
+	b = httpserver.AppendJSONString(b, t.TicketToken)
 	return append(b, '}'), nil
 }
 
@@ -122,61 +123,5 @@ func appendTicket(b []byte, t ticketResponse) ([]byte, error) {
 func appendJSONTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString is encoding/json's string encoding with HTML escaping
-// (json.Marshal's default): <, > and & as \u003c, \u003e, \u0026, control
-// characters escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
 	return append(b, '"')
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"supportplatform.dev/pkg/httpserver"
 	"supportplatform.dev/pkg/paging"
 )
 
@@ -50,7 +51,7 @@ func FuzzTicketJSONString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
+		if got := httpserver.AppendJSONString(nil, s); string(got) != string(want) {
 			t.Fatalf("%q: got %s want %s", s, got, want)
 		}
 		if !json.Valid([]byte(s)) || len(s) == 0 {
